@@ -1,0 +1,36 @@
+#!/usr/bin/env bash
+# Installs everything sparkcdc and its tests need on a fresh Debian machine. Idempotent: a second run
+# only checks. Used by scripts/test.sh and scripts/quickstart.sh.
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+VENV="${SPARKCDC_VENV:-$ROOT/.venv}"
+
+need_apt=()
+command -v mariadbd >/dev/null 2>&1 || [ -x /usr/sbin/mariadbd ] || need_apt+=(mariadb-server mariadb-client)
+[ -e /usr/share/java/mariadb-java-client.jar ] || need_apt+=(libmariadb-java)
+command -v etcd >/dev/null 2>&1 || need_apt+=(etcd-server etcd-client)
+command -v java >/dev/null 2>&1 || need_apt+=(openjdk-17-jre-headless)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  echo "setup: apt-get install ${need_apt[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get -o DPkg::Lock::Timeout=600 install -y -qq "${need_apt[@]}" >/dev/null
+fi
+
+if [ ! -x "$VENV/bin/python" ]; then
+  echo "setup: creating $VENV"
+  python3.11 -m venv "$VENV" 2>/dev/null || python3 -m venv "$VENV"
+  "$VENV/bin/pip" install -q -U pip
+fi
+stamp="$VENV/.sparkcdc-installed"
+if [ ! -f "$stamp" ] || [ "$ROOT/pyproject.toml" -nt "$stamp" ]; then
+  echo "setup: pip install -e .[test]"
+  "$VENV/bin/pip" install -q -e "$ROOT[test]" 2>&1 | grep -v "^WARNING: Location" || true
+  "$VENV/bin/python" -c "import sparkcdc, pyspark, pyarrow, pymysql" # fails loudly if the install failed
+  touch "$stamp"
+fi
+
+if [ ! -x "$ROOT/node_modules/.bin/azurite-blob" ]; then
+  echo "setup: npm install azurite"
+  (cd "$ROOT" && npm install --no-audit --no-fund --silent --no-save azurite@3.35.0 >/dev/null)
+fi

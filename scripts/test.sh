@@ -1,0 +1,23 @@
+#!/usr/bin/env bash
+# The test command: set up (idempotent), lint, type-check, then run every test suite.
+# Extra arguments go to pytest (e.g. scripts/test.sh tests/unit -x).
+set -euo pipefail
+ROOT="$(cd "$(dirname "$0")/.." && pwd)"
+"$ROOT/scripts/setup.sh"
+VENV="${SPARKCDC_VENV:-$ROOT/.venv}"
+cd "$ROOT"
+export SPARK_LOCAL_IP=127.0.0.1
+export PYSPARK_PYTHON="$VENV/bin/python"
+export PYSPARK_DRIVER_PYTHON="$VENV/bin/python"
+export GCSFS_EXPERIMENTAL_ZB_HNS_SUPPORT=false
+export PATH="$VENV/bin:$PATH"
+
+echo "== ruff"; ruff check src tests benchmarks
+echo "== mypy"; mypy
+echo "== pytest"
+set +e
+pytest "$@"
+rc=$?
+set -e
+if [ "$rc" -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi
+exit "$rc"

@@ -1,0 +1,49 @@
+"""Entry point of the ``cdc`` command: TiCDC's command shape on click.
+
+User mistakes end with one ``Error:`` line and exit code 1 (no traceback unless ``--log-level debug``);
+click's own usage errors exit with 2.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+
+import click
+
+from sparkcdc import __version__
+from sparkcdc.errors import SparkcdcError
+
+
+@click.group(context_settings={"help_option_names": ["-h", "--help"]})
+@click.version_option(__version__, prog_name="cdc")
+@click.option(
+    "--log-level",
+    type=click.Choice(["debug", "info", "warn", "error"], case_sensitive=False),
+    default="warn",
+    show_default=True,
+    help="Log level of the command itself (the server has its own).",
+)
+@click.pass_context
+def cli(ctx: click.Context, log_level: str) -> None:
+    """sparkcdc: TiCDC-compatible change data capture on Apache Spark."""
+    level = {"warn": logging.WARNING}.get(log_level.lower(), getattr(logging, log_level.upper()))
+    logging.basicConfig(level=level, format="[%(asctime)s] [%(levelname)s] %(name)s: %(message)s")
+    ctx.obj = {"debug": log_level.lower() == "debug"}
+
+
+def main() -> None:
+    """Run the CLI, turning project errors into one ``Error:`` line."""
+    try:
+        cli.main(standalone_mode=False)
+    except click.exceptions.Abort:
+        click.echo("Aborted.", err=True)
+        sys.exit(1)
+    except click.ClickException as e:
+        e.show()
+        sys.exit(e.exit_code)
+    except SparkcdcError as e:
+        if logging.getLogger().isEnabledFor(logging.DEBUG):
+            logging.getLogger(__name__).exception("command failed")
+        click.echo(f"Error: [{e.code}] {e.message}", err=True)
+        sys.exit(1)

@@ -1,0 +1,73 @@
+"""One error hierarchy for the whole project.
+
+Errors cross process boundaries (Spark executors send them back to the driver, the server returns them
+over HTTP), so every error keeps only primitives and pickles through ``__reduce__``. ``code`` follows
+TiCDC's ``CDC:Err…`` names where TiCDC has one, so users can search for them.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+
+class SparkcdcError(Exception):
+    """Base of every error raised on purpose by sparkcdc.
+
+    ``retryable`` tells callers (the changefeed state machine, storage retries) whether trying the same
+    operation again may succeed.
+    """
+
+    default_code = "CDC:ErrInternal"
+    default_retryable = False
+
+    def __init__(self, message: str, *, code: str | None = None, retryable: bool | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.code = code if code is not None else self.default_code
+        self.retryable = self.default_retryable if retryable is None else retryable
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (_rebuild, (type(self), self.message, self.code, self.retryable))
+
+    def __str__(self) -> str:
+        return self.message
+
+
+def _rebuild(cls: type[SparkcdcError], message: str, code: str, retryable: bool) -> SparkcdcError:
+    return cls(message, code=code, retryable=retryable)
+
+
+class ConfigError(SparkcdcError):
+    """A user-supplied URI, flag or configuration value is invalid."""
+
+    default_code = "CDC:ErrInvalidConfig"
+
+
+class CorruptDataError(SparkcdcError):
+    """Input read from storage, Kafka or the binlog is malformed."""
+
+    default_code = "CDC:ErrCorruptData"
+
+
+class DecodeError(CorruptDataError):
+    """A codec could not decode a message; the message names the input and the field."""
+
+    default_code = "CDC:ErrDecodeFailed"
+
+
+class EncodeError(SparkcdcError):
+    """A value cannot be represented in the chosen protocol (for example an ENUM index out of range)."""
+
+    default_code = "CDC:ErrEncodeFailed"
+
+
+class StorageError(SparkcdcError):
+    """An external storage operation failed."""
+
+    default_code = "CDC:ErrExternalStorageAPI"
+
+
+class UpstreamError(SparkcdcError):
+    """The upstream database or its binlog cannot be read."""
+
+    default_code = "CDC:ErrUpstream"
