@@ -1,0 +1,7 @@
+"""Shared pytest configuration: real-server fixtures live in tests/fixtures/ as plugins."""
+
+pytest_plugins = [
+    "tests.fixtures.spark",
+    "tests.fixtures.mariadb",
+    "tests.fixtures.object_stores",
+]
