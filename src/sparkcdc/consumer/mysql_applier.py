@@ -1,0 +1,327 @@
+"""Apply ordered batches of row changes and DDLs to a MySQL/MariaDB downstream, effectively once.
+
+Every row batch runs in ONE downstream transaction together with the consumer's checkpoint row, so after
+a crash the checkpoint says exactly which rows are in the downstream. The checkpoint table is
+``sparkcdc_consumer.checkpoint``; one row per ``(changefeed, schema, table, partition)`` stream:
+
+* ``part >= 0`` — a data stream (``part`` is the partition directory, 0 when there is none):
+  ``(table_version, date, file_index, row_offset)`` is the position *after* the last applied row
+  (``row_offset`` rows of that file are applied) and ``commit_ts`` the largest applied commit-ts.
+* ``part = -1`` — the table's DDL stream: ``table_version`` is the last schema version whose DDL ran (or was
+  skipped), ``pending_version`` a DDL that started but may not have finished (DDL commits implicitly, so it
+  cannot share a transaction with the checkpoint; a pending DDL is re-run tolerating "already done" errors).
+
+Statements are idempotent (see ``statements.py``), so even a lost checkpoint would only replay.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass, replace
+from typing import Any
+
+from sparkcdc.consumer.downstream import MysqlTarget, quote_ident, safe_error
+from sparkcdc.consumer.statements import BatchPlan, plan_batch
+from sparkcdc.errors import ConfigError, SparkcdcError
+from sparkcdc.model import DDLAction, RowChange
+
+log = logging.getLogger(__name__)
+
+CHECKPOINT_SCHEMA = "sparkcdc_consumer"
+CHECKPOINT_TABLE = "checkpoint"
+DDL_PARTITION = -1
+
+# MySQL errors that mean "the DDL's effect is already there" (TiCDC's pkg/errorutil list).
+IGNORABLE_DDL_ERRORS = frozenset({1007, 1008, 1050, 1051, 1060, 1061, 1176, 1091, 1054, 1517, 1507, 1068})
+# Extra errors tolerated when re-running a DDL that may have completed before a crash (RENAME, DROP …).
+REPLAYED_DDL_ERRORS = frozenset({1146, 1049, 1025})
+# Connection-level failures worth a retry.
+RETRYABLE_ERRORS = frozenset({1205, 1213, 2003, 2006, 2013, 2055})
+
+_CHECKPOINT_DDL = f"""CREATE TABLE IF NOT EXISTS {quote_ident(CHECKPOINT_SCHEMA)}.{quote_ident(CHECKPOINT_TABLE)} (
+  changefeed VARCHAR(128) NOT NULL,
+  db VARCHAR(64) NOT NULL,
+  tbl VARCHAR(64) NOT NULL,
+  part BIGINT NOT NULL,
+  table_version BIGINT UNSIGNED NOT NULL DEFAULT 0,
+  date VARCHAR(16) NOT NULL DEFAULT '',
+  file_index BIGINT UNSIGNED NOT NULL DEFAULT 0,
+  row_offset BIGINT UNSIGNED NOT NULL DEFAULT 0,
+  commit_ts BIGINT UNSIGNED NOT NULL DEFAULT 0,
+  pending_version BIGINT UNSIGNED NOT NULL DEFAULT 0,
+  updated_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6) ON UPDATE CURRENT_TIMESTAMP(6),
+  PRIMARY KEY (changefeed, db, tbl, part)
+) DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"""
+
+_UPSERT_CHECKPOINT = (
+    f"INSERT INTO {quote_ident(CHECKPOINT_SCHEMA)}.{quote_ident(CHECKPOINT_TABLE)} "
+    "(changefeed, db, tbl, part, table_version, date, file_index, row_offset, commit_ts, pending_version) "
+    "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s) ON DUPLICATE KEY UPDATE table_version=VALUES(table_version), "
+    "date=VALUES(date), file_index=VALUES(file_index), row_offset=VALUES(row_offset), "
+    "commit_ts=VALUES(commit_ts), pending_version=VALUES(pending_version)"
+)
+
+# Permissive session: zero dates and 0 in AUTO_INCREMENT columns are legal upstream values.
+SESSION_SQL_MODE = "NO_AUTO_VALUE_ON_ZERO,NO_ENGINE_SUBSTITUTION,ALLOW_INVALID_DATES"
+
+
+@dataclass(frozen=True, slots=True)
+class Checkpoint:
+    """Durable progress of one stream (see the module docstring). Orders by position."""
+
+    schema: str
+    table: str
+    partition: int = 0
+    table_version: int = 0
+    date: str = ""
+    file_index: int = 0
+    row_offset: int = 0
+    commit_ts: int = 0
+    pending_version: int = 0
+
+    @property
+    def key(self) -> tuple[str, str, int]:
+        return (self.schema, self.table, self.partition)
+
+    @property
+    def position(self) -> tuple[int, str, int, int]:
+        return (self.table_version, self.date, self.file_index, self.row_offset)
+
+    def advanced(self, **changes: Any) -> Checkpoint:
+        return replace(self, **changes)
+
+
+@dataclass(frozen=True, slots=True)
+class ApplyStats:
+    rows_in: int
+    upserts: int
+    deletes: int
+    statements: int
+    seconds: float
+
+
+def session_time_zone(tz: str | None) -> str | None:
+    """The ``time_zone`` session value for a ``--timezone`` flag (None: leave the server's)."""
+    if tz is None or tz == "" or tz.lower() in ("system", "local"):
+        return None
+    if tz.upper() in ("UTC", "Z", "GMT"):
+        return "+00:00"
+    return tz
+
+
+class MysqlApplier:
+    """One downstream connection applying batches of ONE stream at a time (use one per worker thread).
+
+    Raises SparkcdcError (``retryable`` for connection loss, deadlock, lock wait) from every method; on
+    error the open transaction is rolled back, so the checkpoint never runs ahead of the data.
+    """
+
+    def __init__(self, target: MysqlTarget, *, changefeed: str = "default", time_zone: str | None = None) -> None:
+        if not changefeed or len(changefeed) > 128:
+            raise ConfigError(f"changefeed id {changefeed!r} must be 1..128 characters")
+        self.target = target
+        self.changefeed = changefeed
+        self.time_zone = session_time_zone(time_zone or target.param("time-zone") or None)
+        self._conn: Any = None
+
+    def __repr__(self) -> str:
+        return f"MysqlApplier({self.target}, changefeed={self.changefeed!r})"
+
+    # -- connection ---------------------------------------------------------------------------------
+    def _connection(self) -> Any:
+        if self._conn is None:
+            conn = self.target.connect(database="", autocommit=False)
+            try:
+                with conn.cursor() as cur:
+                    cur.execute("SET SESSION sql_mode=%s", (SESSION_SQL_MODE,))
+                    cur.execute("SET SESSION foreign_key_checks=0")
+                    if self.time_zone is not None:
+                        cur.execute("SET SESSION time_zone=%s", (self.time_zone,))
+                    cur.execute(f"CREATE DATABASE IF NOT EXISTS {quote_ident(CHECKPOINT_SCHEMA)}")
+                    cur.execute(_CHECKPOINT_DDL)
+                conn.commit()
+            except Exception as e:
+                conn.close()
+                raise self._error("setting up the session", e) from None
+            self._conn = conn
+        return self._conn
+
+    def close(self) -> None:
+        if self._conn is not None:
+            try:
+                self._conn.close()
+            except Exception:
+                pass
+            self._conn = None
+
+    def _error(self, what: str, e: BaseException) -> SparkcdcError:
+        if isinstance(e, SparkcdcError):
+            return e
+        code = e.args[0] if e.args and isinstance(e.args[0], int) else 0
+        return SparkcdcError(
+            f"downstream {self.target}: {what} failed: {safe_error(e, self.target.password)}",
+            code="CDC:ErrMySQLTxnError",
+            retryable=code in RETRYABLE_ERRORS or code >= 2000,
+        )
+
+    def _rollback(self) -> None:
+        if self._conn is None:
+            return
+        try:
+            self._conn.rollback()
+        except Exception:
+            self.close()
+
+    # -- checkpoints --------------------------------------------------------------------------------
+    def load_checkpoints(self) -> dict[tuple[str, str, int], Checkpoint]:
+        """Every stream's checkpoint of this changefeed."""
+        conn = self._connection()
+        try:
+            with conn.cursor() as cur:
+                cur.execute(
+                    "SELECT db, tbl, part, table_version, date, file_index, row_offset, commit_ts, pending_version "
+                    f"FROM {quote_ident(CHECKPOINT_SCHEMA)}.{quote_ident(CHECKPOINT_TABLE)} WHERE changefeed=%s",
+                    (self.changefeed,),
+                )
+                rows = cur.fetchall()
+            conn.commit()
+        except Exception as e:
+            self._rollback()
+            raise self._error("reading checkpoints", e) from None
+        out = {}
+        for r in rows:
+            cp = Checkpoint(r[0], r[1], int(r[2]), int(r[3]), r[4], int(r[5]), int(r[6]), int(r[7]), int(r[8]))
+            out[cp.key] = cp
+        return out
+
+    def _write_checkpoint(self, cur: Any, cp: Checkpoint) -> None:
+        cur.execute(
+            _UPSERT_CHECKPOINT,
+            (
+                self.changefeed,
+                cp.schema,
+                cp.table,
+                cp.partition,
+                cp.table_version,
+                cp.date,
+                cp.file_index,
+                cp.row_offset,
+                cp.commit_ts,
+                cp.pending_version,
+            ),
+        )
+
+    def save_checkpoint(self, cp: Checkpoint) -> None:
+        """Write a checkpoint alone (e.g. skipped duplicate rows moved the position)."""
+        self.apply([], cp)
+
+    # -- rows ---------------------------------------------------------------------------------------
+    def apply(self, rows: Sequence[RowChange], checkpoint: Checkpoint) -> ApplyStats:
+        """Apply ``rows`` (one table, in commit order) and store ``checkpoint`` in the same transaction."""
+        started = time.perf_counter()
+        plan: BatchPlan = plan_batch(rows)
+        conn = self._connection()
+        try:
+            with conn.cursor() as cur:
+                for sql in plan.statements:
+                    cur.execute(sql)
+                self._write_checkpoint(cur, checkpoint)
+            conn.commit()
+        except Exception as e:
+            self._rollback()
+            where = f"{checkpoint.schema}.{checkpoint.table}"
+            raise self._error(f"applying {len(rows)} rows to {where}", e) from None
+        return ApplyStats(plan.rows_in, plan.upserts, plan.deletes, len(plan.statements), time.perf_counter() - started)
+
+    # -- DDL ----------------------------------------------------------------------------------------
+    def execute_ddl(self, schema: str, query: str, action: int, checkpoint: Checkpoint, *, replay: bool) -> bool:
+        """Run one DDL, then store ``checkpoint`` (the table's DDL stream). Returns False when ignored.
+
+        ``replay`` is True when a previous run may already have executed it (a pending version).
+        """
+        conn = self._connection()
+        pending = checkpoint.advanced(pending_version=checkpoint.table_version)
+        try:
+            with conn.cursor() as cur:
+                self._write_checkpoint(cur, replace(pending, table_version=self._ddl_base(checkpoint)))
+            conn.commit()
+        except Exception as e:
+            self._rollback()
+            raise self._error("marking a DDL as pending", e) from None
+        executed = True
+        try:
+            with conn.cursor() as cur:
+                if schema and action not in (DDLAction.CREATE_SCHEMA, DDLAction.DROP_SCHEMA):
+                    try:
+                        cur.execute(f"USE {quote_ident(schema)}")
+                    except Exception as e:
+                        if _errno(e) != 1049 or checkpoint.table:
+                            raise
+                cur.execute(query)
+        except Exception as e:
+            errno = _errno(e)
+            if errno in IGNORABLE_DDL_ERRORS or (replay and errno in REPLAYED_DDL_ERRORS):
+                log.warning("ignored DDL error %s on %s: %s (%s)", errno, schema, query, safe_error(e, ""))
+                executed = False
+            else:
+                self._rollback()
+                raise self._error(f"executing DDL {query!r} on schema {schema!r}", e) from None
+        try:
+            with conn.cursor() as cur:
+                self._write_checkpoint(cur, checkpoint.advanced(pending_version=0))
+            conn.commit()
+        except Exception as e:
+            self._rollback()
+            raise self._error("recording an executed DDL", e) from None
+        return executed
+
+    def _ddl_base(self, cp: Checkpoint) -> int:
+        """The DDL stream's previous version (kept while a DDL is pending)."""
+        current = self.load_checkpoint(cp.key)
+        return current.table_version if current is not None else 0
+
+    def load_checkpoint(self, key: tuple[str, str, int]) -> Checkpoint | None:
+        conn = self._connection()
+        with conn.cursor() as cur:
+            cur.execute(
+                "SELECT db, tbl, part, table_version, date, file_index, row_offset, commit_ts, pending_version "
+                f"FROM {quote_ident(CHECKPOINT_SCHEMA)}.{quote_ident(CHECKPOINT_TABLE)} "
+                "WHERE changefeed=%s AND db=%s AND tbl=%s AND part=%s",
+                (self.changefeed, *key),
+            )
+            r = cur.fetchone()
+        if r is None:
+            return None
+        return Checkpoint(r[0], r[1], int(r[2]), int(r[3]), r[4], int(r[5]), int(r[6]), int(r[7]), int(r[8]))
+
+    def table_exists(self, schema: str, table: str) -> bool:
+        conn = self._connection()
+        try:
+            with conn.cursor() as cur:
+                cur.execute(
+                    "SELECT COUNT(*) FROM information_schema.tables WHERE table_schema=%s AND table_name=%s",
+                    (schema, table),
+                )
+                row = cur.fetchone()
+            conn.commit()
+        except Exception as e:
+            self._rollback()
+            raise self._error("reading information_schema", e) from None
+        return bool(row and row[0])
+
+    def execute(self, sql: str) -> None:
+        """Run one statement in its own transaction (used for CREATE TABLE from a schema file)."""
+        conn = self._connection()
+        try:
+            with conn.cursor() as cur:
+                cur.execute(sql)
+            conn.commit()
+        except Exception as e:
+            self._rollback()
+            raise self._error(f"executing {sql[:200]!r}", e) from None
+
+
+def _errno(e: BaseException) -> int:
+    return e.args[0] if e.args and isinstance(e.args[0], int) else 0

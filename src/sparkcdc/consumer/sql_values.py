@@ -1,0 +1,81 @@
+"""SQL literals for the model's Python values (``model/column_type.py``), rendered exactly.
+
+Pure functions; the applier builds multi-row statements from them. Rendering by Python type is enough
+because the model fixes one Python type per MySQL type:
+
+* ``int`` (integers, YEAR, BIT as an unsigned number, ENUM index, SET bitmask) -> decimal literal; MySQL
+  stores a number into BIT/ENUM/SET as the bit pattern / index / bitmask, exactly what the model carries.
+* ``float`` -> ``repr`` (shortest round-trip text; a FLOAT column rounds it back to the same float32).
+* ``Decimal`` -> its exact text. ``str`` (temporal, text, JSON, ENUM/SET names) -> a quoted, escaped
+  string. ``bytes`` -> a hex literal ``X'…'`` (binary-exact, no charset conversion). ``None`` -> NULL.
+
+The session must not use ``NO_BACKSLASH_ESCAPES`` (the applier sets its own ``sql_mode``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Callable, Iterable
+from decimal import Decimal
+from typing import Any
+
+from sparkcdc.errors import EncodeError
+
+_ESCAPES = str.maketrans({"\\": "\\\\", "'": "\\'", "\0": "\\0", "\n": "\\n", "\r": "\\r", "\x1a": "\\Z", '"': '\\"'})
+
+
+def _text(value: str) -> str:
+    return "'" + value.translate(_ESCAPES) + "'"
+
+
+def _bytes(value: bytes | bytearray | memoryview) -> str:
+    if not value:
+        return "''"
+    return "X'" + bytes(value).hex() + "'"
+
+
+def _float(value: float) -> str:
+    if math.isnan(value) or math.isinf(value):
+        raise EncodeError(f"float value {value!r} cannot be stored in MySQL")
+    return repr(value)
+
+
+def _bool(value: bool) -> str:
+    return "1" if value else "0"
+
+
+_RENDER: dict[type, Callable[[Any], str]] = {
+    int: str,
+    str: _text,
+    bytes: _bytes,
+    bytearray: _bytes,
+    memoryview: _bytes,
+    float: _float,
+    Decimal: str,
+    bool: _bool,
+}
+
+
+def literal(value: Any) -> str:
+    """One SQL literal. Raises EncodeError for a value the model never produces."""
+    if value is None:
+        return "NULL"
+    render = _RENDER.get(type(value))
+    if render is None:
+        for base, fn in _RENDER.items():
+            if isinstance(value, base):
+                return fn(value)
+        raise EncodeError(f"cannot render a {type(value).__name__} value as SQL")
+    return render(value)
+
+
+def row_tuple(values: Iterable[Any]) -> str:
+    """``(v1,v2,…)`` for a VALUES list."""
+    parts = []
+    for v in values:
+        if v is None:
+            parts.append("NULL")
+            continue
+        render = _RENDER.get(type(v))
+        parts.append(render(v) if render is not None else literal(v))
+    return "(" + ",".join(parts) + ")"

@@ -1,0 +1,183 @@
+"""Turn an ordered batch of row changes of one table into idempotent multi-row SQL statements (pure).
+
+Tables with a handle key (PK, else a NOT NULL unique key) are *compacted*: each key's last image wins
+(an UPDATE that changes the key deletes the old key). The batch then becomes
+
+1. ``DELETE FROM t WHERE k IN (…)`` for keys whose final state is "absent" (batched), then
+2. ``REPLACE INTO t (cols) VALUES (…),(…)`` for keys whose final state is an image.
+
+Deletes go first so that a unique value freed by a deleted row can be taken by a replaced one; REPLACE
+(not ``INSERT … ON DUPLICATE KEY UPDATE``) removes any row that conflicts on *another* unique key, which is
+what the upstream's final state implies. Running the statements twice gives the same table, so a batch
+replayed after a crash is harmless.
+
+Tables without a handle key cannot be compacted: rows are applied in order, ``DELETE … LIMIT 1`` and
+``UPDATE … LIMIT 1`` match on every column (NULL-safe ``<=>``). Such batches are not idempotent (TiCDC
+does not replicate key-less tables by default either).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
+
+from sparkcdc.consumer.downstream import quote_ident, quote_table
+from sparkcdc.consumer.sql_values import literal, row_tuple
+from sparkcdc.model import RowChange, RowOp, TableInfo
+
+# Stay well below MariaDB's default max_allowed_packet (16 MiB).
+MAX_STATEMENT_BYTES = 4 * 1024 * 1024
+
+
+@dataclass(frozen=True, slots=True)
+class BatchPlan:
+    """The statements of one batch and what they do (for progress counters)."""
+
+    statements: tuple[str, ...]
+    upserts: int
+    deletes: int
+    rows_in: int
+
+
+def key_positions(table: TableInfo) -> tuple[int, ...]:
+    """Handle-key positions, else primary-key flags, else ``()`` (no usable key)."""
+    keys = table.handle_key_positions
+    if keys:
+        return keys
+    return tuple(i for i, c in enumerate(table.columns) if c.primary_key)
+
+
+def writable_positions(table: TableInfo) -> tuple[int, ...]:
+    """Columns a statement may set (generated columns are computed by the downstream)."""
+    return tuple(i for i, c in enumerate(table.columns) if c.generated is None)
+
+
+def plan_batch(rows: Sequence[RowChange], *, max_bytes: int = MAX_STATEMENT_BYTES) -> BatchPlan:
+    """Statements that bring the downstream to the state after ``rows`` (all of one table, in order)."""
+    statements: list[str] = []
+    upserts = deletes = 0
+    for group in _groups_by_shape(rows):
+        table = group[0].table
+        keys = key_positions(table)
+        if keys:
+            s, u, d = _compacted(group, table, keys, max_bytes)
+        else:
+            s, u, d = _sequential(group, table, max_bytes)
+        statements.extend(s)
+        upserts += u
+        deletes += d
+    return BatchPlan(tuple(statements), upserts, deletes, len(rows))
+
+
+def _groups_by_shape(rows: Sequence[RowChange]) -> Iterator[list[RowChange]]:
+    """Consecutive rows sharing one column layout (canal-json builds a table per message)."""
+    group: list[RowChange] = []
+    shape: tuple[str, ...] | None = None
+    for r in rows:
+        s = (r.table.schema, r.table.table, *(c.name for c in r.table.columns))
+        if shape is not None and s != shape:
+            yield group
+            group = []
+        shape = s
+        group.append(r)
+    if group:
+        yield group
+
+
+def _compacted(
+    rows: list[RowChange], table: TableInfo, keys: tuple[int, ...], max_bytes: int
+) -> tuple[list[str], int, int]:
+    final: dict[tuple[object, ...], tuple[object, ...] | None] = {}
+    for r in rows:
+        if r.op is RowOp.DELETE:
+            assert r.before is not None
+            final[_key(r.before, keys)] = None
+        elif r.op is RowOp.INSERT:
+            assert r.after is not None
+            final[_key(r.after, keys)] = r.after
+        else:
+            assert r.before is not None and r.after is not None
+            old, new = _key(r.before, keys), _key(r.after, keys)
+            if old != new:
+                final[old] = None
+            final[new] = r.after
+    name = quote_table(table.schema, table.table)
+    statements: list[str] = []
+    gone = [k for k, v in final.items() if v is None]
+    images = [v for v in final.values() if v is not None]
+    if gone:
+        if len(keys) == 1:
+            head = f"DELETE FROM {name} WHERE {quote_ident(table.columns[keys[0]].name)} IN ("
+            items = [literal(k[0]) for k in gone]
+        else:
+            cols = ",".join(quote_ident(table.columns[i].name) for i in keys)
+            head = f"DELETE FROM {name} WHERE ({cols}) IN ("
+            items = [row_tuple(k) for k in gone]
+        statements.extend(_chunked(head, items, ")", max_bytes))
+    if images:
+        cols_pos = writable_positions(table)
+        cols = ",".join(quote_ident(table.columns[i].name) for i in cols_pos)
+        head = f"REPLACE INTO {name} ({cols}) VALUES "
+        if len(cols_pos) == len(table.columns):
+            items = [row_tuple(v) for v in images]
+        else:
+            items = [row_tuple([v[i] for i in cols_pos]) for v in images]
+        statements.extend(_chunked(head, items, "", max_bytes))
+    return statements, len(images), len(gone)
+
+
+def _key(values: tuple[object, ...], keys: tuple[int, ...]) -> tuple[object, ...]:
+    return tuple(values[i] for i in keys)
+
+
+def _chunked(head: str, items: list[str], tail: str, max_bytes: int) -> Iterator[str]:
+    """``head + items joined by commas + tail``, split so each statement stays under ``max_bytes``."""
+    batch: list[str] = []
+    size = len(head)
+    for item in items:
+        if batch and size + len(item) + 1 > max_bytes:
+            yield head + ",".join(batch) + tail
+            batch, size = [], len(head)
+        batch.append(item)
+        size += len(item) + 1
+    if batch:
+        yield head + ",".join(batch) + tail
+
+
+def _match_all(table: TableInfo, values: tuple[object, ...]) -> str:
+    return " AND ".join(
+        f"{quote_ident(c.name)} <=> {literal(values[i])}" for i, c in enumerate(table.columns) if c.generated is None
+    )
+
+
+def _sequential(rows: list[RowChange], table: TableInfo, max_bytes: int) -> tuple[list[str], int, int]:
+    name = quote_table(table.schema, table.table)
+    cols_pos = writable_positions(table)
+    cols = ",".join(quote_ident(table.columns[i].name) for i in cols_pos)
+    statements: list[str] = []
+    inserts: list[str] = []
+    upserts = deletes = 0
+
+    def flush() -> None:
+        if inserts:
+            statements.extend(_chunked(f"INSERT INTO {name} ({cols}) VALUES ", inserts, "", max_bytes))
+            inserts.clear()
+
+    for r in rows:
+        if r.op is RowOp.INSERT:
+            assert r.after is not None
+            inserts.append(row_tuple([r.after[i] for i in cols_pos]))
+            upserts += 1
+            continue
+        flush()
+        if r.op is RowOp.DELETE:
+            assert r.before is not None
+            statements.append(f"DELETE FROM {name} WHERE {_match_all(table, r.before)} LIMIT 1")
+            deletes += 1
+        else:
+            assert r.before is not None and r.after is not None
+            sets = ",".join(f"{quote_ident(table.columns[i].name)}={literal(r.after[i])}" for i in cols_pos)
+            statements.append(f"UPDATE {name} SET {sets} WHERE {_match_all(table, r.before)} LIMIT 1")
+            upserts += 1
+    flush()
+    return statements, upserts, deletes
