@@ -1,0 +1,1 @@
+"""TiCDC's ``csv`` protocol for storage sinks: ``CsvConfig``, ``CsvEncoder``, ``CsvDecoder``."""

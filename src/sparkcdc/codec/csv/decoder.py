@@ -1,0 +1,413 @@
+r"""CSV storage-sink decoder: one data file plus its table definition in, ``RowChange`` events out.
+
+Parsing: quote mode and escape mode as written by TiCDC (``spec/csv.md`` §3), multi-byte delimiters, the
+configured terminator (an empty terminator accepts CRLF, LF and CR), the header line when
+``output-field-header`` is on (checked case-insensitively against the table's columns), the commit-ts,
+is-update and handle-key columns (the handle key is skipped; TiCDC's own decoder cannot do that). Each row is
+matched by one regular expression compiled per table (one group per field); a row that does not match is
+re-scanned field by field to report where it breaks.
+
+Values are typed back from the ``TableInfo`` into the model's Python types (``model/column_type.py``).
+
+What a CSV file cannot carry, and how it decodes (everything else round-trips exactly):
+
+* ``U`` rows (UPDATE without output-old-value) hold only the new image. They decode as ``RowOp.INSERT`` of
+  that image, i.e. an *upsert* -- the same thing TiCDC's consumer does ("insert-like events"). Appliers must
+  write CSV inserts as upserts (``REPLACE``/``INSERT … ON DUPLICATE KEY UPDATE``).
+* With output-old-value, a ``D`` row and the following ``I`` row both flagged ``is-update=true`` are one
+  UPDATE and decode as ``RowOp.UPDATE`` with both images; rows flagged ``false`` decode as DELETE/INSERT.
+* Virtual generated columns are not written; they decode as ``None``.
+* Without include-commit-ts the commit ts decodes as 0; ``physical_table_id``/``start_ts`` decode as 0.
+* Ambiguous configs (the encoder writes them, nothing can read them back exactly): in escape mode a string
+  equal to the null string when the null string has no backslash (``null=NULL``), or the empty string when
+  ``null`` is empty; a one-character delimiter ``r`` or ``n`` in escape mode.
+"""
+
+from __future__ import annotations
+
+import binascii
+import re
+from collections.abc import Callable, Iterator, Mapping
+from decimal import Decimal, InvalidOperation
+from typing import Any, Final
+
+from sparkcdc.codec.csv.config import CsvConfig
+from sparkcdc.codec.csv.message import META_HEADER, delimiter_escape, header_names
+from sparkcdc.codec.gofmt import float32
+from sparkcdc.errors import DecodeError
+from sparkcdc.model import ColumnInfo, RowChange, RowOp, TableInfo
+from sparkcdc.model.column_type import BLOB_TYPES, INTEGER_TYPES
+
+_INT_RE: Final = re.compile(r"-?[0-9]+")
+_UINT_RE: Final = re.compile(r"[0-9]+")
+_FLOAT_RE: Final = re.compile(r"[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?|[-+]?Inf|NaN")
+_DECIMAL_RE: Final = re.compile(r"-?[0-9]+(?:\.[0-9]+)?")
+_HEX_RE: Final = re.compile(r"(?:[0-9a-fA-F]{2})*")
+_MAX_U64: Final = (1 << 64) - 1
+_MIN_I64: Final = -(1 << 63)
+_MAX_I64: Final = (1 << 63) - 1
+_OPS: Final = ("I", "U", "D")
+
+
+class _FieldError(ValueError):
+    """A value that does not parse for its column; converted to DecodeError with the position."""
+
+
+def _int_parser(signed: bool) -> Callable[[str], int]:
+    low, high = (_MIN_I64, _MAX_I64) if signed else (0, _MAX_U64)
+    pattern = _INT_RE if signed else _UINT_RE
+
+    def parse(text: str) -> int:
+        if not pattern.fullmatch(text):
+            raise _FieldError(f"{text[:40]!r} is not an {'' if signed else 'unsigned '}integer")
+        value = int(text)
+        if not low <= value <= high:
+            raise _FieldError(f"{text} is out of range [{low}, {high}]")
+        return value
+
+    return parse
+
+
+def _float_parser(bits: int) -> Callable[[str], float]:
+    def parse(text: str) -> float:
+        if not _FLOAT_RE.fullmatch(text):
+            raise _FieldError(f"{text[:40]!r} is not a float")
+        value = float(text)
+        return float32(value) if bits == 32 else value
+
+    return parse
+
+
+def _parse_decimal(text: str) -> Decimal:
+    if not _DECIMAL_RE.fullmatch(text):
+        raise _FieldError(f"{text[:40]!r} is not a decimal")
+    try:
+        return Decimal(text)
+    except InvalidOperation as e:  # pragma: no cover - the pattern admits only valid literals
+        raise _FieldError(f"{text[:40]!r} is not a decimal") from e
+
+
+def _parse_base64(text: str) -> bytes:
+    try:
+        return binascii.a2b_base64(text.encode("ascii"), strict_mode=True)
+    except (binascii.Error, UnicodeEncodeError) as e:
+        raise _FieldError(f"invalid base64 ({e})") from e
+
+
+def _parse_hex(text: str) -> bytes:
+    if not _HEX_RE.fullmatch(text):
+        raise _FieldError("invalid hex (odd length or a non-hex digit)")
+    return bytes.fromhex(text)
+
+
+def _enum_parser(col: ColumnInfo) -> Callable[[str], int]:
+    index: dict[str, int] = {}
+    for i, name in enumerate(col.elements, 1):
+        index.setdefault(name, i)
+
+    def parse(text: str) -> int:
+        try:
+            return index[text]
+        except KeyError:
+            raise _FieldError(f"{text[:40]!r} is not an element of enum{col.elements!r}") from None
+
+    return parse
+
+
+def _set_parser(col: ColumnInfo) -> Callable[[str], int]:
+    bits: dict[str, int] = {}
+    for i, name in enumerate(col.elements):
+        bits.setdefault(name, 1 << i)
+
+    def parse(text: str) -> int:
+        if not text:
+            return 0
+        mask = 0
+        for name in text.split(","):
+            bit = bits.get(name)
+            if bit is None:
+                raise _FieldError(f"{name[:40]!r} is not an element of set{col.elements!r}")
+            mask |= bit
+        return mask
+
+    return parse
+
+
+def _identity(text: str) -> str:
+    return text
+
+
+def column_parser(col: ColumnInfo, cfg: CsvConfig) -> Callable[[str], Any]:
+    """The function that turns a non-NULL field of ``col`` into its model value (raises ``ValueError``)."""
+    t = col.type
+    if t in INTEGER_TYPES:
+        return _int_parser(signed=not col.unsigned)
+    if t in ("bit", "year"):
+        return _int_parser(signed=False)
+    if t == "float":
+        return _float_parser(32)
+    if t == "double":
+        return _float_parser(64)
+    if t == "decimal":
+        return _parse_decimal
+    if t in BLOB_TYPES or t == "geometry":
+        return _parse_base64 if cfg.binary_encoding_method == "base64" else _parse_hex
+    if t == "enum":
+        return _enum_parser(col)
+    if t == "set":
+        return _set_parser(col)
+    return _identity
+
+
+class _Grammar:
+    """Regular expressions for one config: a field, a row of n fields, and escape-mode unescaping."""
+
+    def __init__(self, cfg: CsvConfig) -> None:
+        self.cfg = cfg
+        d = re.escape(cfg.delimiter)
+        self.term = re.escape(cfg.terminator) if cfg.terminator else r"(?:\r\n|\n|\r)"
+        simple = len(cfg.delimiter) == 1 and cfg.terminator in ("", "\r\n", "\n", "\r")
+        if cfg.quote:
+            q = re.escape(cfg.quote)
+            quoted = f"{q}([^{q}]*(?:{q}{q}[^{q}]*)*){q}"
+            bare = f"([^{q}{d}\\r\\n]*)" if simple else f"((?:(?!{d}|{self.term})[^{q}])*)"
+            self.field = f"(?:{quoted}|{bare})"
+        else:
+            if simple:
+                self.field = f"([^\\\\{d}\\r\\n]*(?:\\\\.[^\\\\{d}\\r\\n]*)*)"
+            else:
+                self.field = f"((?:\\\\.|(?!{d}|{self.term})[^\\\\])*)"
+            # An escaped delimiter is taken whole first, so delimiters holding ``r``/``n`` decode right.
+            escaped = re.escape(delimiter_escape(cfg.delimiter))
+            self.unescape_re = re.compile(f"{escaped}|\\\\(.)", re.DOTALL)
+        self.field_re = re.compile(self.field, re.DOTALL)
+        self.term_re = re.compile(self.term)
+        self.sep_re = re.compile(f"({d})|{self.term}|\\Z")
+        self.delim_re = re.compile(d)
+
+    def row(self, n_fields: int) -> re.Pattern[str]:
+        sep = re.escape(self.cfg.delimiter)
+        body = sep.join([self.field] * n_fields)
+        end = self.term if self.cfg.terminator else f"(?:{self.term}|\\Z)"
+        return re.compile(body + end, re.DOTALL)
+
+    def unescape(self, raw: str) -> str:
+        r"""Escape mode: ``\r`` -> CR, ``\n`` -> LF, ``\X`` -> X, escaped delimiter -> delimiter.
+
+        For a non-ASCII delimiter TiCDC wrote each escaped delimiter byte as U+0080..U+00FF (see
+        ``message.delimiter_escape``); matching the whole escaped delimiter first undoes that.
+        """
+        delimiter = self.cfg.delimiter
+
+        def one(m: re.Match[str]) -> str:
+            ch = m.group(1)
+            if ch is None:
+                return delimiter
+            if ch == "r":
+                return "\r"
+            if ch == "n":
+                return "\n"
+            return ch
+
+        return self.unescape_re.sub(one, raw)
+
+
+class _TableParser:
+    """Per-table compiled state: the row regex, column parsers and positions."""
+
+    def __init__(self, table: TableInfo, cfg: CsvConfig, grammar: _Grammar) -> None:
+        self.table = table
+        self.visible = [(i, c) for i, c in table.iter_columns(include_virtual=False)]
+        self.n_meta = 3 + cfg.include_commit_ts + cfg.output_old_value + cfg.output_handle_key
+        self.n_fields = self.n_meta + len(self.visible)
+        self.row_re = grammar.row(self.n_fields)
+        self.parsers = [column_parser(c, cfg) for _, c in self.visible]
+        self.has_virtual = len(self.visible) != len(table.columns)
+        self.header = cfg.delimiter.join(header_names(cfg, [c.name for _, c in self.visible])).lower()
+
+
+class CsvDecoder:
+    """``FileDecoder`` for ``protocol=csv``. Not thread-safe (caches per table)."""
+
+    def __init__(self, config: CsvConfig | None = None) -> None:
+        self.config = config or CsvConfig()
+        self._grammar = _Grammar(self.config)
+        self._tables: dict[int, tuple[TableInfo, _TableParser]] = {}
+
+    def _parser(self, table: TableInfo) -> _TableParser:
+        entry = self._tables.get(id(table))
+        if entry is not None and entry[0] is table:
+            return entry[1]
+        if len(self._tables) >= 256:
+            self._tables.clear()
+        parser = _TableParser(table, self.config, self._grammar)
+        self._tables[id(table)] = (table, parser)
+        return parser
+
+    def decode_file(self, data: bytes, table: TableInfo, *, source: str = "") -> Iterator[RowChange]:
+        """Decode one data file written for ``table``.
+
+        Raises:
+            DecodeError: invalid UTF-8, a missing or different header, a truncated row, an unterminated
+                quote, a wrong field count, an unknown operation, a bad commit-ts or is-update flag, or a
+                value that does not parse for its column type. The message names ``source``, the line and
+                the column.
+        """
+        where = source or "<csv>"
+        try:
+            text = data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            line = data.count(b"\n", 0, e.start) + 1
+            raise DecodeError(f"{where}: line {line}: invalid UTF-8 at byte {e.start}") from None
+        return self._rows(text, table, where)
+
+    def _rows(self, text: str, table: TableInfo, where: str) -> Iterator[RowChange]:
+        cfg = self.config
+        tp = self._parser(table)
+        pos = 0
+        if cfg.output_field_header and text:
+            m = self._grammar.term_re.search(text)
+            if m is None:
+                raise DecodeError(f"{where}: line 1: header line has no terminator")
+            if text[: m.start()].lower() != tp.header:
+                raise DecodeError(
+                    f"{where}: line 1: header {text[: m.start()][:200]!r} does not match the table's columns "
+                    f"{tp.header[:200]!r}"
+                )
+            pos = m.end()
+        quote_mode = bool(cfg.quote)
+        null = cfg.null
+        quote, doubled = cfg.quote, cfg.quote * 2
+        grammar = self._grammar
+        n_meta = tp.n_meta
+        ts_at = 3 if cfg.include_commit_ts else -1
+        upd_at = 3 + cfg.include_commit_ts if cfg.output_old_value else -1
+        row_match = tp.row_re.match
+        end = len(text)
+        pending: RowChange | None = None  # the D half of an is-update pair
+        while pos < end:
+            m = row_match(text, pos)
+            if m is None:
+                raise self._diagnose(text, pos, tp, where)
+            groups = m.groups()
+            if quote_mode:
+                fields: list[str | None] = []
+                for k in range(0, len(groups), 2):
+                    quoted = groups[k]
+                    if quoted is not None:
+                        fields.append(quoted.replace(doubled, quote) if quote in quoted else quoted)
+                    else:
+                        bare = groups[k + 1]
+                        fields.append(None if bare == null else bare)
+            else:
+                fields = [None if raw == null else (grammar.unescape(raw) if "\\" in raw else raw) for raw in groups]
+            row_pos = pos
+            pos = m.end()
+            op = fields[0]
+            if op not in _OPS:
+                raise self._error(text, row_pos, where, "operation", f"{op!r} is not I, U or D")
+            commit_ts = 0
+            if ts_at >= 0:
+                ts_text = fields[ts_at]
+                if ts_text is None or not _UINT_RE.fullmatch(ts_text) or int(ts_text) > _MAX_U64:
+                    raise self._error(text, row_pos, where, "commit-ts", f"{ts_text!r} is not a uint64 commit ts")
+                commit_ts = int(ts_text)
+            is_update = False
+            if upd_at >= 0:
+                flag = fields[upd_at]
+                if flag not in ("true", "false"):
+                    raise self._error(text, row_pos, where, "is-update", f"{flag!r} is not true or false")
+                is_update = flag == "true"
+            values = self._values(fields, n_meta, tp, text, row_pos, where)
+            if pending is not None:
+                if not (is_update and op == "I" and commit_ts == pending.commit_ts):
+                    raise self._error(
+                        text, row_pos, where, "operation", "an is-update D row is not followed by its I row"
+                    )
+                yield RowChange(commit_ts, table, RowOp.UPDATE, pending.before, values)
+                pending = None
+                continue
+            if op == "D":
+                change = RowChange(commit_ts, table, RowOp.DELETE, values, None)
+                if is_update:
+                    pending = change
+                    continue
+                yield change
+            else:
+                if is_update:
+                    raise self._error(text, row_pos, where, "operation", "an is-update I row has no D row before it")
+                yield RowChange(commit_ts, table, RowOp.INSERT, None, values)
+        if pending is not None:
+            raise self._error(text, end, where, "operation", "the file ends inside an is-update D+I pair")
+
+    def _values(
+        self, fields: list[str | None], n_meta: int, tp: _TableParser, text: str, row_pos: int, where: str
+    ) -> tuple[Any, ...]:
+        raw = fields[n_meta:]
+        try:
+            converted = [None if f is None else p(f) for p, f in zip(tp.parsers, raw, strict=True)]
+        except (ValueError, OverflowError):
+            for (_, col), parse, f in zip(tp.visible, tp.parsers, raw, strict=True):
+                try:
+                    if f is not None:
+                        parse(f)
+                except (ValueError, OverflowError) as e:
+                    raise self._error(text, row_pos, where, col.name, str(e)) from None
+            raise  # pragma: no cover - the loop above re-raises every failure
+        if not tp.has_virtual:
+            return tuple(converted)
+        out: list[Any] = [None] * len(tp.table.columns)
+        for (i, _), value in zip(tp.visible, converted, strict=True):
+            out[i] = value
+        return tuple(out)
+
+    def _error(self, text: str, pos: int, where: str, column: str, what: str) -> DecodeError:
+        line = text.count("\n", 0, pos) + 1
+        return DecodeError(f"{where}: line {line}, column {column!r}: {what}")
+
+    def _diagnose(self, text: str, pos: int, tp: _TableParser, where: str) -> DecodeError:
+        """Re-scan a row that did not match field by field and say what is wrong with it."""
+        line = text.count("\n", 0, pos) + 1
+        names = list(META_HEADER[:3])
+        if self.config.include_commit_ts:
+            names.append("commit-ts")
+        if self.config.output_old_value:
+            names.append("is-update")
+        if self.config.output_handle_key:
+            names.append("handle-key")
+        names.extend(c.name for _, c in tp.visible)
+        grammar = self._grammar
+        count = 0
+        while True:
+            column = names[count] if count < len(names) else f"#{count + 1}"
+            fm = grammar.field_re.match(text, pos)
+            assert fm is not None  # every pattern admits the empty field
+            pos = fm.end()
+            count += 1
+            sm = grammar.sep_re.match(text, pos)
+            if sm is None:
+                if self.config.quote and text.startswith(self.config.quote, fm.start()) and fm.end() == fm.start():
+                    what = "unterminated quoted field"
+                else:
+                    what = "unexpected character after the field (stray quote or garbage)"
+                return DecodeError(f"{where}: line {line}, column {column!r}: {what}")
+            if sm.group(1) is None:
+                break
+            pos = sm.end()
+        if sm.end() == len(text) and sm.end() == sm.start() and self.config.terminator and count == tp.n_fields:
+            return DecodeError(f"{where}: line {line}: truncated row (no terminator at the end of the file)")
+        if count != tp.n_fields:
+            return DecodeError(
+                f"{where}: line {line}: row has {count} fields, expected {tp.n_fields} "
+                f"({tp.n_meta} meta + {len(tp.visible)} columns)"
+            )
+        return DecodeError(f"{where}: line {line}: malformed row")
+
+
+def from_options(options: Mapping[str, Any]) -> CsvDecoder:
+    """Registry factory: ``file_decoder("csv", {...})`` with the same options as the encoder.
+
+    Raises:
+        ConfigError: unknown option or invalid value.
+    """
+    return CsvDecoder(CsvConfig.from_options(options))

@@ -1,0 +1,317 @@
+"""CSV storage-sink encoder: one single-table transaction in, file bytes out (``spec/csv.md``).
+
+Speed: a row costs one call of a per-table formatter compiled from Python source when the table is first
+seen (like ``dataclasses`` and ``collections.namedtuple`` do). Each column becomes one inline expression
+(NULL test plus the type's conversion and the quoting/escaping of ``message.py``), so the loop over columns
+runs without a Python call per value for integers, strings, decimals and temporal values. Formatters are
+cached by table identity, then by value (a table unpickled again on an executor reuses its formatter).
+
+The sink-level split of key-changing UPDATEs (``model.events.split_key_updates``) happens before this
+encoder; what is done here is the encoder-level rule of ``output-old-value`` (every UPDATE -> D + I rows
+flagged ``is-update=true``).
+"""
+
+from __future__ import annotations
+
+import binascii
+from collections.abc import Callable, Mapping, Sequence
+from decimal import Decimal
+from typing import Any, Final
+
+from sparkcdc.codec.csv.config import CsvConfig
+from sparkcdc.codec.csv.message import (
+    delimiter_escape,
+    escape_field,
+    fast_escape_ok,
+    header_line,
+    string_formatter,
+)
+from sparkcdc.codec.gofmt import go_float_f, go_float_v
+from sparkcdc.errors import EncodeError
+from sparkcdc.model import ColumnInfo, Row, RowChange, RowOp, TableInfo
+from sparkcdc.model.column_type import BLOB_TYPES, INTEGER_TYPES
+
+_CACHE_LIMIT: Final = 512
+
+# Characters a value of these types can contain; when the quote/delimiter is none of them the string field
+# needs no quoting-replace or escaping pass (still quoted in quote mode).
+_DIGITS: Final = frozenset("0123456789")
+_DECIMAL_CHARS: Final = _DIGITS | frozenset(".-")
+_TEMPORAL_CHARS: Final = _DIGITS | frozenset("-: .")
+_BASE64_CHARS: Final = frozenset("ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789+/=")
+_HEX_CHARS: Final = _DIGITS | frozenset("abcdef")
+
+
+def decimal_text(value: Decimal) -> str:
+    """TiDB ``MyDecimal.String()``: positional, keeping the scale (``0E-8`` -> ``0.00000000``)."""
+    text = str(value)
+    return text if "E" not in text else format(value, "f")
+
+
+def float64_text(value: float) -> str:
+    """Go ``%v`` of a float64, with a fast path for the positional range (Python's repr digits match Go's)."""
+    magnitude = value if value >= 0 else -value
+    if 1e-4 <= magnitude < 1e6:
+        text = repr(value)
+        return text[:-2] if text.endswith(".0") else text
+    return go_float_v(value, 64)
+
+
+def float32_text(value: float) -> str:
+    return go_float_v(value, 32)
+
+
+def enum_name(elements: tuple[str, ...], index: int) -> str:
+    """ENUM index (1-based) -> element name; 0 or out of range cannot be written (TiDB's ParseEnumValue)."""
+    if 0 < index <= len(elements):
+        return elements[index - 1]
+    raise ValueError(f"enum index {index} out of range 1..{len(elements)}")
+
+
+def set_names(elements: tuple[str, ...], mask: int) -> str:
+    """SET bitmask -> member names joined by ``,``; bits beyond the elements cannot be written."""
+    if mask < 0 or mask >> len(elements):
+        raise ValueError(f"set value {mask} has bits beyond its {len(elements)} elements")
+    return ",".join(e for i, e in enumerate(elements) if mask >> i & 1)
+
+
+def base64_text(value: bytes) -> str:
+    return binascii.b2a_base64(value, newline=False).decode("ascii")
+
+
+def hex_text(value: bytes) -> str:
+    return value.hex()
+
+
+def handle_key_text(table: TableInfo, image: Row) -> str | None:
+    """TiDB's ``kv.Handle.String()``: an integer handle in decimal, a common handle as ``{v1, v2}``.
+
+    ``None`` (written as NULL) when the table has no handle key (TiDB would use ``_tidb_rowid``, which a
+    MySQL binlog does not carry). Common-handle datums are written from the column values (TiDB prints the
+    memcomparable key's datums; collation keys and packed temporal values are not reproduced).
+    """
+    positions = table.handle_key_positions
+    if not positions:
+        return None
+    if len(positions) == 1 and table.columns[positions[0]].type in INTEGER_TYPES:
+        return str(image[positions[0]])
+    return "{" + ", ".join(_datum_text(table.columns[p], image[p]) for p in positions) + "}"
+
+
+def _datum_text(col: ColumnInfo, value: Any) -> str:
+    if value is None:
+        return ""
+    if isinstance(value, bytes):
+        return value.decode("utf-8", "replace")
+    if isinstance(value, float):
+        return go_float_f(value, col.float_bits or 64)
+    if isinstance(value, Decimal):
+        return decimal_text(value)
+    if col.type == "enum" and isinstance(value, int):
+        return enum_name(col.elements, value)
+    if col.type == "set" and isinstance(value, int):
+        return set_names(col.elements, value)
+    return str(value)
+
+
+class _Compiler:
+    """Builds the Python source of one table's value formatter for one config."""
+
+    def __init__(self, cfg: CsvConfig) -> None:
+        self.cfg = cfg
+        self.namespace: dict[str, Any] = {
+            "N": cfg.null,
+            "D": cfg.delimiter,
+            "Q": cfg.quote,
+            "QQ": cfg.quote * 2,
+            "BS": "\\",
+            "BS2": "\\\\",
+            "CR": "\r",
+            "ECR": "\\r",
+            "LF": "\n",
+            "ELF": "\\n",
+            "ED": delimiter_escape(cfg.delimiter),
+            "ESC": lambda value: escape_field(value, cfg.delimiter),
+            "DEC": decimal_text,
+            "F64": float64_text,
+            "F32": float32_text,
+            "ENUM": enum_name,
+            "SET": set_names,
+            "BIN": base64_text if cfg.binary_encoding_method == "base64" else hex_text,
+        }
+        self.binary_chars = _BASE64_CHARS if cfg.binary_encoding_method == "base64" else _HEX_CHARS
+
+    def string(self, expr: str, alphabet: frozenset[str] | None = None) -> str:
+        """Expression writing the string ``expr`` as a field; ``alphabet`` bounds the characters it may hold."""
+        cfg = self.cfg
+        if cfg.quote:
+            if alphabet is not None and cfg.quote not in alphabet:
+                return f"(Q + {expr} + Q)"
+            return f"(Q + {expr}.replace(Q, QQ) + Q)"
+        if alphabet is not None and not (set(cfg.delimiter) & alphabet):
+            return expr
+        if fast_escape_ok(cfg.delimiter):
+            return f"{expr}.replace(BS, BS2).replace(CR, ECR).replace(LF, ELF).replace(D, ED)"
+        return f"ESC({expr})"
+
+    def value(self, col: ColumnInfo, slot: int) -> str:
+        """Expression for a non-NULL value ``v`` of ``col`` (``slot`` names per-column constants)."""
+        t = col.type
+        if t in INTEGER_TYPES or t in ("year", "bit"):
+            return "v"
+        if t == "float":
+            return "F32(v)"
+        if t == "double":
+            return "F64(v)"
+        if t == "decimal":
+            return self.string("DEC(v)", _DECIMAL_CHARS)
+        if t in ("date", "datetime", "timestamp", "time"):
+            return self.string("v", _TEMPORAL_CHARS)
+        if t in BLOB_TYPES or t == "geometry":
+            return self.string("BIN(v)", self.binary_chars)
+        if t in ("enum", "set"):
+            name = f"E{slot}"
+            self.namespace[name] = col.elements
+            return self.string(f"{'ENUM' if t == 'enum' else 'SET'}({name}, v)")
+        return self.string("v")
+
+    def compile(self, name: str, columns: Sequence[tuple[int, ColumnInfo]]) -> Callable[[Row], str]:
+        """``def name(r)`` returning ``D + field`` for every column in ``columns`` (empty string for none)."""
+        pieces = [f"{{D}}{{N if (v := r[{i}]) is None else {self.value(col, i)}}}" for i, col in columns]
+        body = "f'" + "".join(pieces) + "'" if pieces else "''"
+        source = f"def {name}(r):\n    return {body}\n"
+        code = compile(source, f"<csv formatter {name}>", "exec")
+        local: dict[str, Any] = {}
+        exec(code, self.namespace, local)
+        fn: Callable[[Row], str] = local[name]
+        return fn
+
+
+class _TableFormatter:
+    """Everything per table: op prefixes, the compiled value formatter, per-column formatters for errors."""
+
+    __slots__ = ("column_fns", "columns", "header", "prefixes", "table", "values")
+
+    def __init__(self, table: TableInfo, cfg: CsvConfig) -> None:
+        self.table = table
+        fmt = string_formatter(cfg)
+        tail = cfg.delimiter + fmt(table.table) + cfg.delimiter + fmt(table.schema)
+        self.prefixes = {op: fmt(op) + tail for op in ("I", "U", "D")}
+        self.columns = [(i, c) for i, c in table.iter_columns(include_virtual=False)]
+        compiler = _Compiler(cfg)
+        self.values = compiler.compile("format_row", self.columns)
+        self.column_fns = [compiler.compile(f"format_col{i}", [(i, c)]) for i, c in self.columns]
+        names = [c.name for _, c in self.columns]
+        self.header = header_line(cfg, names).encode("utf-8") if cfg.output_field_header else b""
+
+    def format_values(self, image: Row) -> str:
+        """``D + field`` for every non-virtual column; EncodeError names the column that cannot be written."""
+        try:
+            return self.values(image)
+        except (TypeError, ValueError, AttributeError, IndexError, OverflowError) as e:
+            if len(image) != len(self.table.columns):
+                raise EncodeError(
+                    f"{self.table.qualified_name}: row has {len(image)} values for {len(self.table.columns)} columns"
+                ) from e
+            for (i, col), fn in zip(self.columns, self.column_fns, strict=True):
+                try:
+                    fn(image)
+                except (TypeError, ValueError, AttributeError, IndexError, OverflowError) as col_err:
+                    raise EncodeError(
+                        f"{self.table.qualified_name}: column {col.name!r} ({col.type}): cannot write "
+                        f"{type(image[i]).__name__} value: {col_err}"
+                    ) from col_err
+            raise EncodeError(f"{self.table.qualified_name}: cannot write row: {e}") from e
+
+
+class CsvEncoder:
+    """``TxnEncoder`` for ``protocol=csv``. Stateless apart from the formatter cache; not thread-safe."""
+
+    file_extension = ".csv"
+
+    def __init__(self, config: CsvConfig | None = None) -> None:
+        self.config = config or CsvConfig()
+        cfg = self.config
+        self._by_id: dict[int, tuple[TableInfo, _TableFormatter]] = {}
+        self._by_value: dict[TableInfo, _TableFormatter] = {}
+        self._string = string_formatter(cfg)
+        self._is_update = {True: cfg.delimiter + "true", False: cfg.delimiter + "false"}
+
+    def _formatter(self, table: TableInfo) -> _TableFormatter:
+        entry = self._by_id.get(id(table))
+        if entry is not None and entry[0] is table:
+            return entry[1]
+        fmt = self._by_value.get(table)
+        if fmt is None:
+            if len(self._by_value) >= _CACHE_LIMIT:
+                self._by_value.clear()
+            fmt = _TableFormatter(table, self.config)
+            self._by_value[table] = fmt
+        if len(self._by_id) >= _CACHE_LIMIT:
+            self._by_id.clear()
+        self._by_id[id(table)] = (table, fmt)  # keeps the table alive, so its id cannot be reused
+        return fmt
+
+    def file_header(self, table: TableInfo) -> bytes:
+        """The header line (with terminator) when output-field-header is on, else ``b""``."""
+        return self._formatter(table).header
+
+    def encode_txn(self, rows: Sequence[RowChange]) -> bytes:
+        """Rows of one transaction -> CSV bytes, each row ended by the terminator.
+
+        Raises:
+            EncodeError: a value its column type cannot write (ENUM index 0, SET bits out of range, a value
+                of the wrong Python type, text that is not encodable as UTF-8).
+        """
+        cfg = self.config
+        delimiter, terminator = cfg.delimiter, cfg.terminator
+        with_ts, old_value, with_handle = cfg.include_commit_ts, cfg.output_old_value, cfg.output_handle_key
+        is_update = self._is_update
+        out: list[str] = []
+        append = out.append
+        table: TableInfo | None = None
+        fmt: _TableFormatter | None = None
+        for row in rows:
+            if row.table is not table:
+                table = row.table
+                fmt = self._formatter(table)
+            assert fmt is not None and table is not None
+            op = row.op
+            if op is RowOp.UPDATE and old_value:
+                assert row.before is not None and row.after is not None
+                images: tuple[tuple[str, Row], ...] = (("D", row.before), ("I", row.after))
+                update = True
+            elif op is RowOp.DELETE:
+                assert row.before is not None
+                images = (("D", row.before),)
+                update = False
+            else:
+                assert row.after is not None
+                images = (("U" if op is RowOp.UPDATE else "I", row.after),)
+                update = False
+            for code, image in images:
+                append(fmt.prefixes[code])
+                if with_ts:
+                    append(delimiter)
+                    append(str(row.commit_ts))
+                if old_value:
+                    append(is_update[update])
+                if with_handle:
+                    append(delimiter)
+                    key = handle_key_text(table, row.after if row.after is not None else image)
+                    append(cfg.null if key is None else self._string(key))
+                append(fmt.format_values(image))
+                append(terminator)
+        try:
+            return "".join(out).encode("utf-8")
+        except UnicodeEncodeError as e:
+            raise EncodeError(f"csv: text is not encodable as UTF-8 ({e.reason}); check the column charset") from e
+
+
+def from_options(options: Mapping[str, Any]) -> CsvEncoder:
+    """Registry factory: ``txn_encoder("csv", {"delimiter": ",", "include-commit-ts": True, …})``.
+
+    Raises:
+        ConfigError: unknown option or invalid value.
+    """
+    return CsvEncoder(CsvConfig.from_options(options))
