@@ -1,0 +1,311 @@
+"""Column values on the wire (``spec/simple.md`` §2.2 and §7) and back to the model's Python types.
+
+Model value per type (``model/column_type.py``) -> JSON value / Avro union branch:
+
+====================================  ===============================  ========================================
+column                                JSON                             Avro
+====================================  ===============================  ========================================
+signed ints, YEAR (int64)             ``"-128"``                       long
+unsigned ints, BIT, ENUM, SET         ``"255"``                        long (int64 two's complement)
+BIGINT UNSIGNED                       ``"18446744073709551615"``       UnsignedBigint{value: long} (two's c.)
+FLOAT / DOUBLE                        Go ``FormatFloat('f', -1)``      float / double
+DECIMAL (``Decimal``)                 ``"-12.50"``                     string
+DATE, DATETIME, TIME, JSON, VECTOR    as is                            string
+TIMESTAMP                             ``{"location":tz,"value":…}``    Timestamp{location, value}
+CHAR/VARCHAR/TEXT (``str``)           raw string                       string
+BINARY/VARBINARY/BLOB (``bytes``)     padded base64                    bytes
+NULL                                  ``null``                         null
+====================================  ===============================  ========================================
+
+Decoding drops the TIMESTAMP ``location`` (the model keeps the text in the capture server's zone).
+"""
+
+from __future__ import annotations
+
+import base64
+import binascii
+import re
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from decimal import Decimal, InvalidOperation
+from typing import Any, Final
+
+from sparkcdc.codec.gofmt import float32, go_float_f
+from sparkcdc.errors import DecodeError
+from sparkcdc.model import ColumnInfo, TableInfo
+from sparkcdc.model.column_type import INTEGER_TYPES
+
+from .message import INT64_MAX, INT64_MIN, TIMESTAMP_MEMBERS, UINT64_MAX, clean_text
+
+AVRO_TIMESTAMP: Final = "com.pingcap.simple.avro.Timestamp"
+AVRO_UNSIGNED_BIGINT: Final = "com.pingcap.simple.avro.UnsignedBigint"
+
+_INT_RE: Final = re.compile(r"[+-]?[0-9]+")
+_DEC_RE: Final = re.compile(r"-?[0-9]+(\.[0-9]+)?")
+_FLOAT_RE: Final = re.compile(r"[+-]?(?:(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?|[Ii]nf(?:inity)?|NaN)")
+
+
+def column_kind(col: ColumnInfo) -> str:
+    """Value kind of a column: int, uint, u64, f32, f64, dec, ts, bin or str."""
+    t = col.type
+    if t in INTEGER_TYPES:
+        if not col.unsigned:
+            return "int"
+        return "u64" if t == "bigint" else "uint"
+    if t == "year":
+        return "int"
+    if t in ("bit", "enum", "set"):
+        return "uint"
+    if t == "float":
+        return "f32"
+    if t == "double":
+        return "f64"
+    if t == "decimal":
+        return "dec"
+    if t == "timestamp":
+        return "ts"
+    if col.is_binary:
+        return "bin"
+    return "str"
+
+
+def _to_int64(v: int) -> int:
+    return v - (1 << 64) if v > INT64_MAX else v
+
+
+# --- encoding ----------------------------------------------------------------------------------------
+
+
+def _json_encoder(kind: str, location: str) -> Callable[[Any], Any]:
+    if kind in ("int", "uint", "u64"):
+        return str
+    if kind == "f32":
+        return lambda v: go_float_f(v, 32)
+    if kind == "f64":
+        return lambda v: go_float_f(v, 64)
+    if kind == "dec":
+        return lambda v: v if isinstance(v, str) else format(v, "f")
+    if kind == "ts":
+        return lambda v: {"location": location, "value": v}
+    if kind == "bin":
+        return lambda v: base64.b64encode(v if isinstance(v, bytes) else str(v).encode()).decode("ascii")
+    return lambda v: v if isinstance(v, str) else bytes(v).decode("utf-8", "replace")
+
+
+def _avro_encoder(kind: str, location: str) -> Callable[[Any], Any]:
+    if kind == "int":
+        return lambda v: ("long", v)
+    if kind == "uint":
+        return lambda v: ("long", _to_int64(v))
+    if kind == "u64":
+        return lambda v: (AVRO_UNSIGNED_BIGINT, {"value": _to_int64(v)})
+    if kind == "f32":
+        return lambda v: ("float", v)
+    if kind == "f64":
+        return lambda v: ("double", v)
+    if kind == "dec":
+        return lambda v: ("string", v if isinstance(v, str) else format(v, "f"))
+    if kind == "ts":
+        return lambda v: (AVRO_TIMESTAMP, {"location": location, "value": clean_text(v)})
+    if kind == "bin":
+        return lambda v: ("bytes", v if isinstance(v, bytes) else str(v).encode())
+    return lambda v: ("string", clean_text(v) if isinstance(v, str) else bytes(v).decode("utf-8", "replace"))
+
+
+@dataclass(frozen=True, slots=True)
+class EncodePlan:
+    """Columns of one table in wire order (sorted names, virtual columns dropped) with their formatters."""
+
+    table: TableInfo
+    full: tuple[tuple[str, int, Callable[[Any], Any]], ...]
+    keys: tuple[tuple[str, int, Callable[[Any], Any]], ...]
+
+    def image(self, row: tuple[Any, ...], handle_key_only: bool = False) -> dict[str, Any]:
+        cols = self.keys if handle_key_only else self.full
+        try:
+            return {name: None if (v := row[pos]) is None else fmt(v) for name, pos, fmt in cols}
+        except IndexError:
+            raise ValueError(
+                f"row has {len(row)} values but table {self.table.qualified_name} has {len(self.table.columns)} columns"
+            ) from None
+
+
+def encode_plan(table: TableInfo, *, avro: bool, location: str) -> EncodePlan:
+    make = _avro_encoder if avro else _json_encoder
+    entries = sorted(
+        (col.name, pos, make(column_kind(col), location), col.handle_key)
+        for pos, col in table.iter_columns(include_virtual=False)
+    )
+    full = tuple((name, pos, fmt) for name, pos, fmt, _ in entries)
+    keys = tuple((name, pos, fmt) for name, pos, fmt, handle in entries if handle)
+    return EncodePlan(table, full, keys)
+
+
+# --- decoding ----------------------------------------------------------------------------------------
+
+
+def _bad(where: str, value: Any, what: str) -> DecodeError:
+    shown = repr(value)
+    if len(shown) > 60:
+        shown = shown[:57] + "..."
+    return DecodeError(f"simple: {where} must be {what}, got {shown}")
+
+
+def _parse_int(text: Any, where: str, lo: int, hi: int) -> int:
+    if not isinstance(text, str) or not _INT_RE.fullmatch(text):
+        raise _bad(where, text, "a decimal integer string")
+    value = int(text)
+    if not lo <= value <= hi:
+        raise DecodeError(f"simple: {where} is out of range: {text}")
+    return value
+
+
+def _json_decoder(kind: str) -> Callable[[Any, str], Any]:
+    if kind == "int":
+        return lambda v, w: _parse_int(v, w, INT64_MIN, INT64_MAX)
+    if kind in ("uint", "u64"):
+        return lambda v, w: _parse_int(v, w, 0, UINT64_MAX)
+    if kind == "f32":
+        return _json_float32
+    if kind == "f64":
+        return _json_float64
+    if kind == "dec":
+        return _json_decimal
+    if kind == "ts":
+        return _json_timestamp
+    if kind == "bin":
+        return _json_binary
+    return _text
+
+
+def _text(v: Any, where: str) -> str:
+    if not isinstance(v, str):
+        raise _bad(where, v, "a string")
+    return v
+
+
+def _json_float64(v: Any, where: str) -> float:
+    if not isinstance(v, str) or not _FLOAT_RE.fullmatch(v):
+        raise _bad(where, v, "a decimal number string")
+    return float(v)
+
+
+def _json_float32(v: Any, where: str) -> float:
+    value = _json_float64(v, where)
+    try:
+        return float32(value)
+    except OverflowError:
+        raise DecodeError(f"simple: {where} is out of FLOAT range: {v}") from None
+
+
+def _json_decimal(v: Any, where: str) -> Decimal:
+    if not isinstance(v, str) or not _DEC_RE.fullmatch(v):
+        raise _bad(where, v, "a DECIMAL string")
+    try:
+        return Decimal(v)
+    except InvalidOperation:  # pragma: no cover - the pattern admits only valid literals
+        raise _bad(where, v, "a DECIMAL string") from None
+
+
+def _json_binary(v: Any, where: str) -> bytes:
+    if not isinstance(v, str):
+        raise _bad(where, v, "a base64 string")
+    try:
+        return base64.b64decode(v, validate=True)
+    except (binascii.Error, ValueError):
+        raise _bad(where, v, "a padded base64 string") from None
+
+
+def _json_timestamp(v: Any, where: str) -> str:
+    if not isinstance(v, dict):
+        raise _bad(where, v, 'an object {"location", "value"}')
+    for key in v:
+        if key not in TIMESTAMP_MEMBERS:
+            raise DecodeError(f"simple: unknown member {where}.{key}")
+    _text(v.get("location"), f"{where}.location")
+    return _text(v.get("value"), f"{where}.value")
+
+
+def _avro_int(v: Any, where: str) -> int:
+    if not isinstance(v, int) or isinstance(v, bool):
+        raise _bad(where, v, "a long")
+    return v
+
+
+def _avro_decoder(kind: str) -> Callable[[Any, str], Any]:
+    if kind == "int":
+        return _avro_int
+    if kind == "uint":
+        return _avro_uint
+    if kind == "u64":
+        return _avro_unsigned_bigint
+    if kind in ("f32", "f64"):
+        return _avro_float
+    if kind == "dec":
+        return _json_decimal
+    if kind == "ts":
+        return _avro_timestamp
+    if kind == "bin":
+        return _avro_bytes
+    return _text
+
+
+def _avro_uint(v: Any, where: str) -> int:
+    value = _avro_int(v, where)
+    return value + (1 << 64) if value < 0 else value
+
+
+def _avro_float(v: Any, where: str) -> float:
+    if not isinstance(v, float):
+        raise _bad(where, v, "a float")
+    return v
+
+
+def _avro_bytes(v: Any, where: str) -> bytes:
+    if not isinstance(v, bytes):
+        raise _bad(where, v, "bytes")
+    return v
+
+
+def _avro_record(v: Any, name: str, where: str) -> dict[str, Any]:
+    if isinstance(v, tuple) and len(v) == 2 and v[0] == name and isinstance(v[1], dict):
+        return v[1]
+    raise _bad(where, v, f"a {name.rsplit('.', 1)[-1]} record")
+
+
+def _avro_unsigned_bigint(v: Any, where: str) -> int:
+    value = _avro_int(_avro_record(v, AVRO_UNSIGNED_BIGINT, where).get("value"), f"{where}.value")
+    return value + (1 << 64) if value < 0 else value
+
+
+def _avro_timestamp(v: Any, where: str) -> str:
+    return _text(_avro_record(v, AVRO_TIMESTAMP, where).get("value"), f"{where}.value")
+
+
+@dataclass(frozen=True, slots=True)
+class DecodePlan:
+    """Column name -> (position, typed decoder) for one table version."""
+
+    table: TableInfo
+    columns: Mapping[str, tuple[int, Callable[[Any, str], Any]]]
+
+    def image(self, raw: Mapping[str, Any], where: str) -> tuple[Any, ...]:
+        """A row tuple aligned with ``table.columns``; absent columns (virtual, or not sent) are None."""
+        values: list[Any] = [None] * len(self.table.columns)
+        columns = self.columns
+        for name, value in raw.items():
+            entry = columns.get(name)
+            if entry is None:
+                raise DecodeError(
+                    f"simple: {where}.{name}: unknown column of {self.table.qualified_name} "
+                    f"version {self.table.version}"
+                )
+            if value is not None:
+                pos, dec = entry
+                values[pos] = dec(value, f"{where}.{name}")
+        return tuple(values)
+
+
+def decode_plan(table: TableInfo, *, avro: bool) -> DecodePlan:
+    make = _avro_decoder if avro else _json_decoder
+    return DecodePlan(table, {col.name: (pos, make(column_kind(col))) for pos, col in enumerate(table.columns)})
