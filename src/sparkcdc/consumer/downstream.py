@@ -93,7 +93,7 @@ class MysqlTarget:
 
     def connect(self, *, database: str | None = None, autocommit: bool = False, **extra: Any) -> Any:
         """A new pymysql connection (utf8mb4). Raises SparkcdcError (retryable) when the server is unreachable."""
-        import pymysql
+        import pymysql  # type: ignore[import-untyped]
 
         try:
             return pymysql.connect(
