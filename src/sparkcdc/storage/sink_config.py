@@ -286,20 +286,18 @@ class StorageSinkConfig:
         return None
 
     def encoder_options(self) -> dict[str, Any]:
-        """The option mapping for ``sparkcdc.codec.base.txn_encoder(self.protocol, options)``.
-
-        Keys are TiCDC's names: ``terminator``, ``csv`` (the ``[sink.csv]`` table), ``enable-tidb-extension``,
-        ``content-compatible``, ``only-output-updated-columns``, ``delete-only-output-handle-key-columns``,
-        ``output-raw-change-event``.
-        """
+        """The option mapping for ``sparkcdc.codec.base.txn_encoder(self.protocol, options)``, with TiCDC's key
+        names: for ``csv`` the ``[sink.csv]`` table plus ``terminator``; for ``canal-json`` ``terminator``,
+        ``enable-tidb-extension``, ``content-compatible``, ``only-output-updated-columns`` and
+        ``delete-only-output-handle-key-columns``."""
+        if self.protocol == "csv":
+            return {**self.csv, "terminator": self.terminator}
         return {
             "terminator": self.terminator,
-            "csv": dict(self.csv),
             "enable-tidb-extension": self.enable_tidb_extension,
             "content-compatible": self.content_compatible,
             "only-output-updated-columns": self.only_output_updated_columns,
             "delete-only-output-handle-key-columns": self.delete_only_output_handle_key_columns,
-            "output-raw-change-event": self.output_raw_change_event,
         }
 
     def __repr__(self) -> str:

@@ -105,8 +105,9 @@ def test_toml_layout_options_and_csv_passthrough() -> None:
     assert cfg.file_index_width == 6
     assert cfg.flush_concurrency == 1
     assert cfg.output_column_id is True
-    assert cfg.encoder_options()["csv"] == {"delimiter": "|", "quote": "'", "output-field-header": True}
-    assert cfg.encoder_options()["terminator"] == "\n"
+    assert cfg.encoder_options() == {"delimiter": "|", "quote": "'", "output-field-header": True, "terminator": "\n"}
+    canal = StorageSinkConfig.from_uri("s3://bkt/p?protocol=canal-json&enable-tidb-extension=true")
+    assert canal.encoder_options()["enable-tidb-extension"] is True
 
 
 @pytest.mark.parametrize("digits", [0, 5, 21, -3])
