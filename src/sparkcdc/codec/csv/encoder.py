@@ -188,9 +188,9 @@ class _Compiler:
 
 
 class _TableFormatter:
-    """Everything per table: op prefixes, the compiled value formatter, per-column formatters for errors."""
+    """Everything per table: op prefixes, the compiled value formatter, the header."""
 
-    __slots__ = ("column_fns", "columns", "header", "prefixes", "table", "values")
+    __slots__ = ("columns", "compiler", "header", "prefixes", "table", "values")
 
     def __init__(self, table: TableInfo, cfg: CsvConfig) -> None:
         self.table = table
@@ -198,9 +198,8 @@ class _TableFormatter:
         tail = cfg.delimiter + fmt(table.table) + cfg.delimiter + fmt(table.schema)
         self.prefixes = {op: fmt(op) + tail for op in ("I", "U", "D")}
         self.columns = [(i, c) for i, c in table.iter_columns(include_virtual=False)]
-        compiler = _Compiler(cfg)
-        self.values = compiler.compile("format_row", self.columns)
-        self.column_fns = [compiler.compile(f"format_col{i}", [(i, c)]) for i, c in self.columns]
+        self.compiler = _Compiler(cfg)
+        self.values = self.compiler.compile("format_row", self.columns)
         names = [c.name for _, c in self.columns]
         self.header = header_line(cfg, names).encode("utf-8") if cfg.output_field_header else b""
 
@@ -213,9 +212,9 @@ class _TableFormatter:
                 raise EncodeError(
                     f"{self.table.qualified_name}: row has {len(image)} values for {len(self.table.columns)} columns"
                 ) from e
-            for (i, col), fn in zip(self.columns, self.column_fns, strict=True):
+            for i, col in self.columns:  # find the culprit with one compiled formatter per column
                 try:
-                    fn(image)
+                    self.compiler.compile("format_column", [(i, col)])(image)
                 except (TypeError, ValueError, AttributeError, IndexError, OverflowError) as col_err:
                     raise EncodeError(
                         f"{self.table.qualified_name}: column {col.name!r} ({col.type}): cannot write "
