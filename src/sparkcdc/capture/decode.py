@@ -1,0 +1,179 @@
+"""Decode a relay-log chunk into RowChange and DDLEvent values, without a connection.
+
+Each transaction frame carries its own TABLE_MAP events, so any chunk decodes independently of the others:
+the Spark source decodes chunks on executors in parallel. Table definitions (names, keys, versions) come
+from the persisted ``SchemaHistory`` at the transaction's commit-ts; the row layout itself comes from the
+table map. Row decoders are cached per process by table-map layout, so a worker compiles each table once.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Iterator
+from datetime import UTC, tzinfo
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from sparkcdc.capture import binlog as b
+from sparkcdc.capture.ddl import SYSTEM_SCHEMAS
+from sparkcdc.capture.relay_log import FLAG_CHECKSUM, FLAG_DDL, ChunkRef, iter_frames, open_chunk
+from sparkcdc.capture.row_decoder import RowDecoder
+from sparkcdc.capture.schema_history import SchemaHistory, table_from_map
+from sparkcdc.capture.table_map import TableMap, parse_table_map
+from sparkcdc.errors import ConfigError
+from sparkcdc.model.events import DDLEvent, RowChange, RowOp
+from sparkcdc.model.table import TableInfo
+
+log = logging.getLogger(__name__)
+
+_DECODERS: dict[tuple[Any, ...], RowDecoder] = {}
+_WARNED: set[tuple[str, str, str]] = set()
+_MAX_CACHED = 4096
+
+
+def resolve_tz(tz: tzinfo | str | None) -> tzinfo:
+    """A tzinfo from a name such as ``UTC`` or ``Asia/Shanghai``; raises ConfigError naming a bad one."""
+    if tz is None:
+        return UTC
+    if isinstance(tz, tzinfo):
+        return tz
+    if tz.upper() in ("UTC", "Z", "+00:00", "SYSTEM") and tz.upper() != "SYSTEM":
+        return UTC
+    try:
+        return ZoneInfo(tz)
+    except (ZoneInfoNotFoundError, ValueError) as e:
+        raise ConfigError(f"unknown time zone {tz!r}; use an IANA name such as UTC or Asia/Shanghai") from e
+
+
+def _warn_once(kind: str, schema: str, table: str, message: str, *args: Any) -> None:
+    key = (kind, schema, table)
+    if key not in _WARNED:
+        _WARNED.add(key)
+        log.warning(message, *args)
+
+
+def _decoder(m: TableMap, tz: tzinfo, info: TableInfo | None) -> RowDecoder:
+    hints = info.columns if info is not None and len(info.columns) == m.column_count else None
+    key = (m.signature(), tz, hints if not m.collations else None)
+    dec = _DECODERS.get(key)
+    if dec is None:
+        if len(_DECODERS) >= _MAX_CACHED:
+            _DECODERS.clear()
+        dec = RowDecoder(m, tz, hints)
+        _DECODERS[key] = dec
+    return dec
+
+
+def _remap(m: TableMap, info: TableInfo) -> tuple[int, ...] | None:
+    """Positions of the table map's columns for each TableInfo column (-1 = absent, e.g. virtual), or None
+    when they already line up."""
+    if not m.names:
+        return None
+    names = [c.name for c in info.columns]
+    if names == list(m.names):
+        return None
+    where = {n.lower(): i for i, n in enumerate(m.names)}
+    return tuple(where.get(n.lower(), -1) for n in names)
+
+
+def decode_chunk(
+    source: ChunkRef | bytes,
+    schema_source: SchemaHistory | str | os.PathLike[str],
+    *,
+    tz: tzinfo | str | None = None,
+    force_replicate: bool = False,
+) -> Iterator[RowChange | DDLEvent]:
+    """Yield the row changes and DDL events of every transaction in ``source``, in commit order.
+
+    ``schema_source`` is a loaded SchemaHistory or the puller's data dir. TIMESTAMP values render in ``tz``
+    (default UTC). Rows of tables without a PK or NOT NULL unique key are skipped (with one warning per
+    table) unless ``force_replicate``. Raises CorruptDataError on a damaged chunk, StorageError when the
+    segment cannot be read.
+    """
+    history = schema_source if isinstance(schema_source, SchemaHistory) else SchemaHistory.load(schema_source)
+    zone = resolve_tz(tz)
+    stream, length, name = open_chunk(source)
+    try:
+        for frame, events in iter_frames(stream, length, name):
+            yield from _decode_frame(frame.commit_ts, frame.flags, events, history, zone, force_replicate)
+    finally:
+        stream.close()
+
+
+def _decode_frame(
+    commit_ts: int,
+    flags: int,
+    events: Iterator[bytes],
+    history: SchemaHistory,
+    zone: tzinfo,
+    force_replicate: bool,
+) -> Iterator[RowChange | DDLEvent]:
+    cs = 4 if flags & FLAG_CHECKSUM else 0
+    maps: dict[int, tuple[RowDecoder, TableInfo, tuple[int, ...] | None] | None] = {}
+    ddl_done = False
+    for ev in events:
+        typ = ev[4]
+        if typ in b.ROWS_EVENTS:
+            table_id = int.from_bytes(ev[19:25], "little")
+            entry = maps.get(table_id)
+            if entry is None:
+                continue  # table skipped (system schema or ineligible)
+            dec, info, remap = entry
+            start = 19 + 8
+            if typ >= b.WRITE_ROWS_V2:
+                start += int.from_bytes(ev[start : start + 2], "little")
+            end = len(ev) - cs
+            tid = info.table_id
+            if typ in (b.WRITE_ROWS_V1, b.WRITE_ROWS_V2):
+                for row in dec.decode_rows(ev, start, end, False):
+                    if remap is not None:
+                        row = tuple(row[k] if k >= 0 else None for k in remap)  # type: ignore[index]
+                    yield RowChange(commit_ts, info, RowOp.INSERT, None, row, tid)  # type: ignore[arg-type]
+            elif typ in (b.DELETE_ROWS_V1, b.DELETE_ROWS_V2):
+                for row in dec.decode_rows(ev, start, end, False):
+                    if remap is not None:
+                        row = tuple(row[k] if k >= 0 else None for k in remap)  # type: ignore[index]
+                    yield RowChange(commit_ts, info, RowOp.DELETE, row, None, tid)  # type: ignore[arg-type]
+            else:
+                for before, after in dec.decode_rows(ev, start, end, True):  # type: ignore[misc]
+                    if remap is not None:
+                        before = tuple(before[k] if k >= 0 else None for k in remap)
+                        after = tuple(after[k] if k >= 0 else None for k in remap)
+                    yield RowChange(commit_ts, info, RowOp.UPDATE, before, after, tid)
+        elif typ == b.TABLE_MAP_EVENT:
+            m = parse_table_map(ev[19 : len(ev) - cs])
+            maps[m.table_id] = _bind(m, commit_ts, history, zone, force_replicate)
+        elif typ == b.QUERY_EVENT and flags & FLAG_DDL and not ddl_done:
+            ddl_done = True
+            yield from history.ddl_events_at(commit_ts)
+
+
+def _bind(
+    m: TableMap, commit_ts: int, history: SchemaHistory, zone: tzinfo, force_replicate: bool
+) -> tuple[RowDecoder, TableInfo, tuple[int, ...] | None] | None:
+    if m.schema.lower() in SYSTEM_SCHEMAS:
+        return None
+    info = history.table_info_at(m.schema, m.table, commit_ts)
+    if info is None or (not m.names and len(info.columns) != m.column_count):
+        _warn_once("unknown", m.schema, m.table,
+                   "table %s.%s has no schema history at ts=%d; using its table map", m.schema, m.table, commit_ts)
+        info = table_from_map(m, 0, 0, info)
+    if not info.is_eligible and not force_replicate:
+        _warn_once("ineligible", m.schema, m.table,
+                   "table %s.%s has no primary key or not-null unique key; its rows are skipped "
+                   "(set force-replicate to replicate it)", m.schema, m.table)
+        return None
+    remap = _remap(m, info)
+    if remap is not None and -1 in remap and len([k for k in remap if k >= 0]) != m.column_count:
+        _warn_once("mismatch", m.schema, m.table,
+                   "table %s.%s: table map columns %s differ from the schema history; using the table map",
+                   m.schema, m.table, m.names)
+        info = table_from_map(m, info.table_id, info.version, info)
+        remap = None
+    return _decoder(m, zone, info), info, remap
+
+
+def ddl_flag() -> int:
+    """Frame flag marking DDL transactions (for tests and tools)."""
+    return FLAG_DDL

@@ -1,0 +1,487 @@
+"""The binlog puller: a replica connection that frames raw events per transaction into the relay log.
+
+It does only sequential, cheap work: read events (pymysql for the handshake and packet framing, our own
+COM_BINLOG_DUMP — python-mysql-replication's MariaDB dump packet is one byte short and it silently restarts
+from the original position on errors, see ENVIRONMENT.md), track positions and GTIDs, allocate commit-ts
+TSOs, apply DDL to the schema tracker and fsync frames before acknowledging them. Rows are not decoded.
+
+TSO rule: ``commit_ts = max(compose(event_seconds * 1000, 0), last_tso + 1)`` where ``event_seconds`` is the
+timestamp of the transaction's terminating event (XID / COMMIT / the DDL query). It is strictly increasing
+(same second or clock going back -> logical + 1) and a pure function of the binlog bytes and ``last_tso``,
+which is stored with every durable position; restarting from any durable position reproduces the TSOs.
+While idle, each heartbeat reserves ``compose(upstream_now_ms)`` as ``last_tso`` and resolved ts (recorded
+durably), so the resolved ts advances and later transactions still get larger TSOs.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import struct
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import pymysql
+
+from sparkcdc.capture import binlog as b
+from sparkcdc.capture.position import BinlogPosition, StartPoint, file_seq
+from sparkcdc.capture.relay_log import (
+    DEFAULT_SEGMENT_BYTES,
+    FLAG_CHECKSUM,
+    FLAG_DDL,
+    Progress,
+    RelayLogWriter,
+)
+from sparkcdc.capture.schema_history import SchemaTracker
+from sparkcdc.capture.table_map import TableMap, parse_table_map
+from sparkcdc.errors import ConfigError, UpstreamError
+from sparkcdc.model import tso
+
+log = logging.getLogger(__name__)
+
+_COM_BINLOG_DUMP = 0x12
+_ER_MASTER_FATAL_READING_BINLOG = 1236
+_RETRYABLE_ERRNOS = frozenset({2006, 2013, 2003, 1053, 1927})  # gone away, lost, can't connect, shutdown, killed
+
+
+@dataclass(frozen=True)
+class PullerConfig:
+    """Connection and relay settings. ``password`` never appears in repr/str."""
+
+    host: str
+    port: int
+    user: str
+    password: str = field(default="", repr=False)
+    data_dir: str = ""
+    server_id: int = 1001
+    heartbeat_s: float = 1.0
+    segment_bytes: int = DEFAULT_SEGMENT_BYTES
+    max_reconnects: int = 10
+    reconnect_backoff_s: float = 0.5
+    flush_interval_s: float = 0.1
+    flush_txns: int = 5000
+
+    def __post_init__(self) -> None:
+        if not self.data_dir:
+            raise ConfigError("puller: data_dir is required")
+        if not 0 < self.heartbeat_s <= 60:
+            raise ConfigError(f"puller: heartbeat_s must be in (0, 60], got {self.heartbeat_s}")
+        if not 1 <= self.server_id < 2**32:
+            raise ConfigError(f"puller: server_id must be a positive 32-bit integer, got {self.server_id}")
+
+
+class _Txn:
+    __slots__ = ("ddl_query", "ddl_schema", "gtid", "has_begin", "maps", "standalone")
+
+    def __init__(self, gtid: str, standalone: bool) -> None:
+        self.gtid = gtid
+        self.standalone = standalone
+        self.has_begin = False
+        self.ddl_query: str | None = None
+        self.ddl_schema = ""
+        self.maps: list[TableMap] = []
+
+
+class Puller:
+    """Pulls the upstream binlog into ``<data_dir>/relay``.
+
+    ``run(stop)`` blocks until ``stop`` is set (or ``until`` is reached); ``catch_up()`` pulls up to the
+    upstream's current end and returns. A data dir that already holds a relay log resumes from its last
+    durable position (``start`` is then ignored); otherwise ``start`` (default: now) decides.
+    Raises UpstreamError when the upstream cannot be read (purged binlog: not retryable).
+    """
+
+    def __init__(self, config: PullerConfig, start: StartPoint | None = None) -> None:
+        self.config = config
+        self.start = start or StartPoint.now()
+        self.writer = RelayLogWriter(config.data_dir, config.segment_bytes)
+        self.tracker = SchemaTracker(self.writer.db)
+        self._conn: Any = None
+        self._queue: queue.Queue[bytes | BaseException | None] = queue.Queue(maxsize=512)
+        self._reader: threading.Thread | None = None
+        self._clock_offset = 0.0
+        self._checksum = False
+        self._skip_until = 0
+        self._txn: _Txn | None = None
+        self._first_pending = 0.0
+        self._gtid: dict[int, str] = {}
+        progress = self.writer.progress()
+        if progress is not None:
+            self.file, self.pos = progress.binlog_file, progress.binlog_pos
+            self.last_tso, self.resolved_ts = progress.last_tso, progress.resolved_ts
+            self._set_gtid_state(progress.gtid_state)
+            self._fresh = False
+        else:
+            self.file, self.pos, self.last_tso, self.resolved_ts = "", 4, 0, 0
+            self._fresh = True
+
+    # -- state helpers -----------------------------------------------------------------------------
+    def _set_gtid_state(self, text: str) -> None:
+        self._gtid = {}
+        for part in filter(None, (p.strip() for p in text.split(","))):
+            self._gtid[int(part.split("-")[0])] = part
+
+    @property
+    def gtid_state(self) -> str:
+        return ",".join(self._gtid[d] for d in sorted(self._gtid))
+
+    def position(self) -> BinlogPosition:
+        """The last durable position (with its last TSO and GTID state)."""
+        p = self.writer.progress()
+        if p is None:
+            return BinlogPosition(self.file, max(self.pos, 4), self.gtid_state, self.last_tso)
+        return BinlogPosition(p.binlog_file, p.binlog_pos, p.gtid_state, p.last_tso)
+
+    # -- connection --------------------------------------------------------------------------------
+    def _connect(self) -> Any:
+        c = self.config
+        try:
+            conn = pymysql.connect(host=c.host, port=c.port, user=c.user, password=c.password, charset="utf8mb4",
+                                   connect_timeout=10, read_timeout=max(c.heartbeat_s * 5, 10), autocommit=True)
+        except pymysql.err.OperationalError as e:
+            raise UpstreamError(f"cannot connect to upstream {c.host}:{c.port} as {c.user}: {e.args[-1]}",
+                                retryable=True) from e
+        return conn
+
+    def _query(self, sql: str, args: Any = None) -> list[tuple[Any, ...]]:
+        conn = self._connect()
+        try:
+            with conn.cursor() as cur:
+                cur.execute(sql, args)
+                return list(cur.fetchall())
+        finally:
+            conn.close()
+
+    def _initialise(self) -> None:
+        """Resolve a fresh start point into a position, TSO state and schema snapshot."""
+        conn = self._connect()
+        try:
+            with conn.cursor() as cur:
+                cur.execute("SELECT UNIX_TIMESTAMP(NOW(3))")
+                now_ms = int(float(cur.fetchone()[0]) * 1000)
+                mode = self.start.mode
+                if mode == "now":
+                    cur.execute("FLUSH TABLES WITH READ LOCK")
+                    try:
+                        cur.execute("SHOW MASTER STATUS")
+                        row = cur.fetchone()
+                        if row is None:
+                            raise UpstreamError("upstream has no binary log; start it with log_bin and "
+                                                "binlog_format=ROW")
+                        self.file, self.pos = row[0], int(row[1])
+                        cur.execute("SELECT @@GLOBAL.gtid_binlog_pos")
+                        self._set_gtid_state(cur.fetchone()[0] or "")
+                        self.last_tso = tso.compose(now_ms)
+                        self.tracker.bootstrap(cur, self.last_tso)
+                    finally:
+                        cur.execute("UNLOCK TABLES")
+                elif mode == "position":
+                    assert self.start.position is not None
+                    p = self.start.position
+                    self.file, self.pos, self.last_tso = p.file, p.pos, p.last_tso
+                    gtid = p.gtid_state
+                    if not gtid:
+                        cur.execute("SELECT BINLOG_GTID_POS(%s, %s)", (p.file, p.pos))
+                        gtid = (cur.fetchone() or [""])[0] or ""
+                    self._set_gtid_state(gtid)
+                    self.tracker.bootstrap(cur, p.last_tso)
+                elif mode == "gtid":
+                    self._set_gtid_state(self.start.gtid)
+                    self.file, self.pos = "", 4
+                    self.tracker.bootstrap(cur, 0)
+                elif mode == "tso":
+                    self.file = self._file_for_tso(cur, self.start.tso)
+                    self.pos = 4
+                    self._skip_until = self.start.tso
+                    self.tracker.bootstrap(cur, self.start.tso)
+                else:
+                    raise ConfigError(f"unknown start mode {mode!r}")
+                self._check_binlog_settings(cur)
+        except pymysql.err.MySQLError as e:
+            raise UpstreamError(f"cannot initialise capture from {self.config.host}:{self.config.port}: {e}") from e
+        finally:
+            conn.close()
+        self.resolved_ts = self.last_tso
+        self.writer.flush(self._progress(), self.tracker.take_pending())
+        log.info("puller starting at %s:%d gtid=%s last_tso=%d", self.file, self.pos, self.gtid_state, self.last_tso)
+
+    def _check_binlog_settings(self, cur: Any) -> None:
+        cur.execute("SELECT @@GLOBAL.binlog_format, @@GLOBAL.binlog_row_image")
+        fmt, image = cur.fetchone()
+        if str(fmt).upper() != "ROW":
+            raise UpstreamError(f"upstream binlog_format is {fmt}; set binlog_format=ROW")
+        if str(image).upper() != "FULL":
+            log.warning("upstream binlog_row_image=%s; UPDATE before-images will miss columns (use FULL)", image)
+
+    def _file_for_tso(self, cur: Any, start_ts: int) -> str:
+        """The oldest binlog file still on the server: TSOs are allocated from its start and transactions
+        with commit-ts <= the start TSO are skipped, so the result does not depend on the moment we start."""
+        cur.execute("SHOW BINARY LOGS")
+        files = [r[0] for r in cur.fetchall()]
+        if not files:
+            raise UpstreamError("upstream has no binary logs")
+        log.info("start-ts %d: scanning from the oldest binlog %s", start_ts, files[0])
+        return str(files[0])
+
+    def _open_stream(self) -> None:
+        conn = self._connect()
+        try:
+            with conn.cursor() as cur:
+                cur.execute("SELECT UNIX_TIMESTAMP(NOW(3)), @@GLOBAL.binlog_checksum")
+                now, checksum = cur.fetchone()
+                self._clock_offset = float(now) - time.time()
+                self._checksum = str(checksum).upper() != "NONE"
+                cur.execute("SET @master_binlog_checksum = @@GLOBAL.binlog_checksum")
+                cur.execute("SET @mariadb_slave_capability = 4")
+                cur.execute("SET @master_heartbeat_period = %s", (int(self.config.heartbeat_s * 1e9),))
+                if not self.file:
+                    cur.execute("SET @slave_connect_state = %s", (self.gtid_state,))
+                    cur.execute("SET @slave_gtid_strict_mode = 1")
+                    cur.execute("SET @slave_gtid_ignore_duplicates = 0")
+        except pymysql.err.MySQLError as e:
+            conn.close()
+            raise UpstreamError(f"cannot prepare binlog stream: {e}", retryable=True) from e
+        fname = self.file.encode()
+        payload = struct.pack("<BIHI", _COM_BINLOG_DUMP, self.pos if self.file else 4, 0,
+                              self.config.server_id) + fname
+        conn._write_bytes(struct.pack("<I", len(payload))[:3] + b"\x00" + payload)
+        conn._next_seq_id = 1
+        self._conn = conn
+        self._queue = queue.Queue(maxsize=512)
+        self._reader = threading.Thread(target=self._read_loop, args=(conn, self._queue), daemon=True,
+                                        name="binlog-reader")
+        self._reader.start()
+
+    @staticmethod
+    def _read_loop(conn: Any, q: queue.Queue[bytes | BaseException | None]) -> None:
+        try:
+            while True:
+                pkt = conn._read_packet()
+                data = pkt.get_all_data()
+                if data[0] == 0xFE and len(data) < 9:
+                    q.put(None)  # EOF: the server ended the stream
+                    return
+                q.put(data[1:])
+        except BaseException as e:
+            q.put(e)
+
+    def _close_stream(self) -> None:
+        conn, self._conn = self._conn, None
+        if conn is not None:
+            try:
+                conn._force_close() if hasattr(conn, "_force_close") else conn.close()
+            except Exception:
+                pass
+        if self._reader is not None:
+            self._reader.join(timeout=5)
+            self._reader = None
+
+    # -- main loop ---------------------------------------------------------------------------------
+    def catch_up(self, timeout: float = 120.0) -> Progress:
+        """Pull until the upstream's binlog end as of now is durable in the relay log; returns the progress."""
+        rows = self._query("SHOW MASTER STATUS")
+        if not rows:
+            raise UpstreamError("upstream has no binary log")
+        target = BinlogPosition(rows[0][0], int(rows[0][1]))
+        self.run(until=target, timeout=timeout)
+        p = self.writer.progress()
+        assert p is not None
+        return p
+
+    def run(self, stop: threading.Event | None = None, until: BinlogPosition | None = None,
+            timeout: float | None = None) -> None:
+        """Pull until ``stop`` is set, ``until`` is durable, or ``timeout`` seconds pass (UpstreamError)."""
+        if self._fresh:
+            self._initialise()
+            self._fresh = False
+        deadline = None if timeout is None else time.monotonic() + timeout
+        attempts = 0
+        while True:
+            try:
+                self._open_stream()
+                attempts = 0 if self._pump(stop, until, deadline) else attempts
+                return
+            except UpstreamError as e:
+                if not e.retryable:
+                    raise
+                attempts += 1
+                if attempts > self.config.max_reconnects:
+                    raise UpstreamError(f"binlog stream failed {attempts} times; last error: {e}") from e
+                log.warning("binlog stream interrupted (%s); reconnecting from %s:%d (attempt %d)",
+                            e, self.file, self.pos, attempts)
+                time.sleep(min(self.config.reconnect_backoff_s * attempts, 5))
+            finally:
+                self._close_stream()
+                if self.writer.in_txn:
+                    self.writer.abort()
+                    self._txn = None
+                if self.writer.pending:
+                    self._flush()
+
+    def _reached(self, until: BinlogPosition | None) -> bool:
+        if until is None or self.writer.pending or self._txn is not None:
+            return False
+        if not self.file:
+            return False
+        return (file_seq(self.file), self.pos) >= until.key()
+
+    def _pump(self, stop: threading.Event | None, until: BinlogPosition | None, deadline: float | None) -> bool:
+        wait = min(0.05, self.config.flush_interval_s)
+        while True:
+            if stop is not None and stop.is_set():
+                return True
+            if self._reached(until):
+                return True
+            if deadline is not None and time.monotonic() > deadline:
+                raise UpstreamError(f"timed out pulling the binlog at {self.file}:{self.pos}", retryable=False)
+            try:
+                item = self._queue.get(timeout=wait)
+            except queue.Empty:
+                if self.writer.pending and self._txn is None:
+                    self._flush()
+                continue
+            if item is None:
+                raise UpstreamError("upstream ended the binlog stream", retryable=True)
+            if isinstance(item, BaseException):
+                self._raise_stream_error(item)
+            self._on_event(item)
+            if self.writer.pending and self._txn is None and (
+                self._queue.empty()
+                or self.writer.pending >= self.config.flush_txns
+                or time.monotonic() - self._first_pending > self.config.flush_interval_s
+            ):
+                self._flush()
+
+    def _raise_stream_error(self, e: BaseException) -> None:
+        if isinstance(e, pymysql.err.MySQLError) and e.args and isinstance(e.args[0], int):
+            code = e.args[0]
+            msg = e.args[1] if len(e.args) > 1 else str(e)
+            if code == _ER_MASTER_FATAL_READING_BINLOG:
+                raise UpstreamError(
+                    f"upstream cannot serve the binlog from {self.file or self.gtid_state}:{self.pos}: {msg}. "
+                    "The needed binlog was probably purged; recreate the changefeed from a newer position",
+                    code="CDC:ErrBinlogPurged", retryable=False) from e
+            raise UpstreamError(f"binlog stream error {code}: {msg}", retryable=code in _RETRYABLE_ERRNOS
+                                or code >= 2000) from e
+        raise UpstreamError(f"binlog stream error: {type(e).__name__}: {e}", retryable=True) from e
+
+    def _flush(self) -> None:
+        self.resolved_ts = max(self.resolved_ts, self.last_tso)
+        self.writer.flush(self._progress(), self.tracker.take_pending())
+
+    def _progress(self) -> Progress:
+        return Progress(self.resolved_ts, self.last_tso, self.file, self.pos, self.gtid_state)
+
+    # -- events ------------------------------------------------------------------------------------
+    def _on_event(self, ev: bytes) -> None:
+        ts, typ, sid, _size, log_pos, flags = b.HEADER.unpack_from(ev, 0)
+        body_end = len(ev) - (4 if self._checksum else 0)
+        txn = self._txn
+        if typ == b.ROTATE_EVENT:
+            name, pos = b.parse_rotate(ev[19:body_end])
+            self.file = name
+            if txn is None:
+                self.pos = pos
+            return
+        if typ == b.HEARTBEAT_EVENT or typ == b.MYSQL_HEARTBEAT_V2:
+            if txn is None:
+                self._heartbeat()
+            return
+        if typ in (b.FORMAT_DESCRIPTION_EVENT, b.MARIADB_GTID_LIST_EVENT, b.BINLOG_CHECKPOINT_EVENT,
+                   b.MYSQL_PREVIOUS_GTIDS_EVENT, b.STOP_EVENT, b.MARIADB_START_ENCRYPTION_EVENT,
+                   b.INCIDENT_EVENT):
+            if typ == b.INCIDENT_EVENT:
+                raise UpstreamError(f"upstream binlog has an INCIDENT event at {self.file}:{log_pos}; "
+                                    "data may be missing upstream", retryable=False)
+            if txn is None and log_pos and not flags & b.LOG_EVENT_ARTIFICIAL_F:
+                self.pos = log_pos
+            return
+        if typ in b.COMPRESSED_EVENTS:
+            raise UpstreamError("compressed binlog events (log_bin_compress=ON) are not supported; disable it",
+                                retryable=False)
+        if typ == b.MARIADB_GTID_EVENT:
+            g = b.parse_mariadb_gtid(ev[19:body_end], sid)
+            self._begin(g.text, g.standalone)
+            self._gtid[g.domain_id] = g.text
+            self.writer.append(ev)
+            return
+        if typ in (b.MYSQL_GTID_EVENT, b.MYSQL_ANONYMOUS_GTID_EVENT):
+            self._begin(b.parse_mysql_gtid(ev[19:body_end]) if typ == b.MYSQL_GTID_EVENT else "", False)
+            self.writer.append(ev)
+            return
+        if txn is None:
+            if typ not in (b.QUERY_EVENT, b.TABLE_MAP_EVENT) and typ not in b.ROWS_EVENTS:
+                if log_pos:
+                    self.pos = log_pos
+                return
+            self._begin("", False)
+            txn = self._txn
+            assert txn is not None
+        self.writer.append(ev)
+        if typ == b.XID_EVENT:
+            self._commit(ts, log_pos)
+        elif typ == b.QUERY_EVENT:
+            q = b.parse_query(ev[19:body_end])
+            if b.is_begin(q.query):
+                txn.has_begin = True
+            elif b.is_commit(q.query):
+                self._commit(ts, log_pos)
+            elif not txn.has_begin:
+                txn.ddl_query, txn.ddl_schema = q.query, q.schema
+                self._commit(ts, log_pos)
+        elif typ == b.TABLE_MAP_EVENT:
+            schema_len = ev[27]
+            schema = ev[28 : 28 + schema_len].decode("utf-8", "replace")
+            tpos = 28 + schema_len + 1
+            table = ev[tpos + 1 : tpos + 1 + ev[tpos]].decode("utf-8", "replace")
+            if self.tracker.needs_table_map(schema, table):
+                txn.maps.append(parse_table_map(ev[19:body_end]))
+
+    def _begin(self, gtid: str, standalone: bool) -> None:
+        if self._txn is not None:
+            raise UpstreamError(f"binlog at {self.file}:{self.pos}: a transaction started inside another one",
+                                retryable=False)
+        self._txn = _Txn(gtid, standalone)
+        self.writer.begin()
+
+    def _commit(self, event_ts: int, log_pos: int) -> None:
+        txn = self._txn
+        assert txn is not None
+        self._txn = None
+        commit_ts = max(tso.compose(event_ts * 1000), self.last_tso + 1)
+        self.last_tso = commit_ts
+        if log_pos:
+            self.pos = log_pos
+        flags = FLAG_CHECKSUM if self._checksum else 0
+        if commit_ts <= self._skip_until:
+            self.writer.abort()
+            return
+        if txn.ddl_query is not None:
+            changes = self.tracker.apply_ddl(txn.ddl_query, txn.ddl_schema, commit_ts)
+            if changes:
+                flags |= FLAG_DDL
+        for m in txn.maps:
+            if self.tracker.needs_table_map(m.schema, m.table):
+                self.tracker.refresh_from_map(m, commit_ts)
+        if not self.writer.pending:
+            self._first_pending = time.monotonic()
+        self.writer.commit(commit_ts, flags, self.file, self.pos, txn.gtid, self.gtid_state)
+
+    def _heartbeat(self) -> None:
+        if self.writer.pending:
+            self._flush()
+        now_ms = int((time.time() + self._clock_offset) * 1000)
+        candidate = tso.compose(now_ms)
+        if candidate > self.last_tso:
+            self.last_tso = candidate
+            self.resolved_ts = candidate
+            self.writer.flush(self._progress(), self.tracker.take_pending())
+
+    def close(self) -> None:
+        """Flush what is complete and release the relay log."""
+        self._close_stream()
+        if self.writer.pending and self._txn is None:
+            self._flush()
+        self.writer.close()

@@ -1,0 +1,445 @@
+"""The relay log: raw binlog events framed per transaction in segment files, plus a SQLite index.
+
+Layout under ``<data_dir>/relay/``::
+
+    000000000001.seg ...   frames: FRAME header + the transaction's raw events, exactly as received
+    index.db               SQLite (WAL): txn(commit_ts -> segment, offset, length, binlog position, GTID),
+                           progress (resolved ts, last TSO, resume position) and the schema history
+
+Durability: a transaction's frame is written, the segment fsync'd, and only then its index row and the new
+resolved ts are committed (SQLite ``synchronous=FULL``). On open for writing, bytes after the last indexed
+frame of the newest segment (a crash mid-write) are truncated. A transaction is never held in memory: past
+``SPILL_BYTES`` its events go straight to the segment and the header is patched at commit.
+
+Readers (the Spark driver and executors) only need ``RelayLog.resolved_ts``/``chunks`` on the driver and
+``read_chunk``/``iter_frames`` (no index) on executors. A ``ChunkRef`` names a byte range of whole frames.
+"""
+
+from __future__ import annotations
+
+import io
+import logging
+import os
+import sqlite3
+import struct
+import zlib
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO, Any
+
+from sparkcdc.capture.binlog import HEADER_LEN
+from sparkcdc.errors import CorruptDataError, StorageError
+
+log = logging.getLogger(__name__)
+
+MAGIC = b"SCTX"
+FRAME = struct.Struct("<4sBBHQQI")  # magic, version, flags, reserved, payload length, commit ts, crc32(payload)
+FRAME_LEN = FRAME.size
+FLAG_CHECKSUM = 0x01  # every event ends with a 4-byte CRC32 (binlog_checksum=CRC32)
+FLAG_DDL = 0x02  # the transaction holds a DDL query
+SPILL_BYTES = 1 << 20
+DEFAULT_SEGMENT_BYTES = 256 << 20
+
+_SCHEMA = """
+CREATE TABLE IF NOT EXISTS txn(
+    commit_ts INTEGER PRIMARY KEY, segment INTEGER NOT NULL, offset INTEGER NOT NULL, length INTEGER NOT NULL,
+    binlog_file TEXT NOT NULL, binlog_pos INTEGER NOT NULL, gtid TEXT NOT NULL, gtid_state TEXT NOT NULL,
+    is_ddl INTEGER NOT NULL);
+CREATE INDEX IF NOT EXISTS txn_segment ON txn(segment);
+CREATE TABLE IF NOT EXISTS progress(
+    id INTEGER PRIMARY KEY CHECK (id = 1), resolved_ts INTEGER NOT NULL, last_tso INTEGER NOT NULL,
+    binlog_file TEXT NOT NULL, binlog_pos INTEGER NOT NULL, gtid_state TEXT NOT NULL);
+"""
+
+
+@dataclass(frozen=True, slots=True)
+class ChunkRef:
+    """A transaction-aligned byte range of one segment: picklable, primitives only."""
+
+    path: str
+    offset: int
+    length: int
+    first_ts: int
+    last_ts: int
+    txn_count: int
+
+
+@dataclass(frozen=True, slots=True)
+class TxnRecord:
+    """Index row of one transaction: where its frame is and where the upstream stood after it."""
+
+    commit_ts: int
+    segment: int
+    offset: int
+    length: int
+    binlog_file: str
+    binlog_pos: int
+    gtid: str
+    gtid_state: str
+    is_ddl: bool
+
+
+@dataclass(frozen=True, slots=True)
+class Progress:
+    """The puller's durable state: everything <= resolved_ts is in the relay log; resume at the position."""
+
+    resolved_ts: int
+    last_tso: int
+    binlog_file: str
+    binlog_pos: int
+    gtid_state: str
+
+
+def segment_name(seq: int) -> str:
+    return f"{seq:012d}.seg"
+
+
+def connect_index(relay_dir: Path, readonly: bool = False) -> sqlite3.Connection:
+    """Open index.db (created when writing). Raises StorageError when it is missing for a reader."""
+    path = relay_dir / "index.db"
+    if readonly and not path.exists():
+        raise StorageError(f"{path}: relay log index not found; start the puller for this data dir first")
+    try:
+        conn = sqlite3.connect(str(path), timeout=30, isolation_level=None, check_same_thread=False)
+        conn.execute("PRAGMA journal_mode=WAL")
+        conn.execute("PRAGMA synchronous=FULL")
+        if not readonly:
+            conn.executescript(_SCHEMA)
+    except sqlite3.Error as e:
+        raise StorageError(f"{path}: cannot open relay log index: {e}") from e
+    return conn
+
+
+class RelayLog:
+    """Read side of a relay log under ``data_dir`` (the puller's data dir)."""
+
+    def __init__(self, data_dir: str | os.PathLike[str]) -> None:
+        self.dir = Path(data_dir) / "relay"
+        self._conn: sqlite3.Connection | None = None
+
+    def _db(self) -> sqlite3.Connection:
+        if self._conn is None:
+            self._conn = connect_index(self.dir, readonly=True)
+        return self._conn
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"dir": self.dir, "_conn": None}
+
+    def progress(self) -> Progress | None:
+        row = self._db().execute(
+            "SELECT resolved_ts, last_tso, binlog_file, binlog_pos, gtid_state FROM progress WHERE id = 1"
+        ).fetchone()
+        return Progress(*row) if row else None
+
+    def resolved_ts(self) -> int:
+        """Every transaction with commit-ts <= this is durable in the relay log (0 before the first flush)."""
+        p = self.progress()
+        return p.resolved_ts if p else 0
+
+    def transactions(self, start_ts_exclusive: int = 0, end_ts_inclusive: int = 1 << 63) -> list[TxnRecord]:
+        rows = self._db().execute(
+            "SELECT commit_ts, segment, offset, length, binlog_file, binlog_pos, gtid, gtid_state, is_ddl FROM txn "
+            "WHERE commit_ts > ? AND commit_ts <= ? ORDER BY commit_ts",
+            (start_ts_exclusive, min(end_ts_inclusive, (1 << 63) - 1)),
+        ).fetchall()
+        return [TxnRecord(*r[:8], bool(r[8])) for r in rows]
+
+    def position_after(self, ts: int) -> TxnRecord | None:
+        """The last transaction with commit-ts <= ts (its binlog position is where a restart at ts resumes)."""
+        row = self._db().execute(
+            "SELECT commit_ts, segment, offset, length, binlog_file, binlog_pos, gtid, gtid_state, is_ddl FROM txn "
+            "WHERE commit_ts <= ? ORDER BY commit_ts DESC LIMIT 1",
+            (ts,),
+        ).fetchone()
+        return TxnRecord(*row[:8], bool(row[8])) if row else None
+
+    def chunks(self, start_ts_exclusive: int, end_ts_inclusive: int, target_bytes: int = 8 << 20) -> list[ChunkRef]:
+        """Transaction-aligned chunks covering commit-ts in (start, end], in commit order. A chunk holds
+        contiguous frames of one segment up to about ``target_bytes`` (a bigger transaction is one chunk).
+        ``end`` is clamped to the resolved ts so a chunk never names bytes that are not durable."""
+        end = min(end_ts_inclusive, self.resolved_ts())
+        if end <= start_ts_exclusive:
+            return []
+        out: list[ChunkRef] = []
+        cur: list[Any] | None = None  # [segment, offset, length, first, last, count]
+        for rec in self.transactions(start_ts_exclusive, end):
+            if (
+                cur is not None
+                and cur[0] == rec.segment
+                and cur[1] + cur[2] == rec.offset
+                and cur[2] + rec.length <= max(target_bytes, 1)
+            ):
+                cur[2] += rec.length
+                cur[4] = rec.commit_ts
+                cur[5] += 1
+                continue
+            if cur is not None:
+                out.append(self._ref(cur))
+            cur = [rec.segment, rec.offset, rec.length, rec.commit_ts, rec.commit_ts, 1]
+        if cur is not None:
+            out.append(self._ref(cur))
+        return out
+
+    def _ref(self, cur: list[Any]) -> ChunkRef:
+        return ChunkRef(str(self.dir / segment_name(cur[0])), cur[1], cur[2], cur[3], cur[4], cur[5])
+
+    def gc(self, min_checkpoint_ts: int) -> list[str]:
+        """Delete segments whose transactions all have commit-ts < ``min_checkpoint_ts`` (never the newest
+        segment, which the puller may be writing). Returns the deleted paths."""
+        db = self._db()
+        newest = db.execute("SELECT MAX(segment) FROM txn").fetchone()[0]
+        if newest is None:
+            return []
+        rows = db.execute(
+            "SELECT segment FROM txn GROUP BY segment HAVING MAX(commit_ts) < ? AND segment < ?",
+            (min_checkpoint_ts, newest),
+        ).fetchall()
+        deleted = []
+        for (seg,) in rows:
+            db.execute("BEGIN IMMEDIATE")
+            db.execute("DELETE FROM txn WHERE segment = ?", (seg,))
+            db.execute("COMMIT")
+            path = self.dir / segment_name(seg)
+            path.unlink(missing_ok=True)
+            deleted.append(str(path))
+            log.info("relay log gc removed %s (below checkpoint %d)", path, min_checkpoint_ts)
+        return deleted
+
+
+def read_chunk(ref: ChunkRef) -> bytes:
+    """The raw bytes of a chunk (whole frames). Raises StorageError when the segment is gone or short."""
+    try:
+        with open(ref.path, "rb") as f:
+            f.seek(ref.offset)
+            data = f.read(ref.length)
+    except OSError as e:
+        raise StorageError(f"{ref.path}: cannot read relay chunk at {ref.offset}: {e}") from e
+    if len(data) != ref.length:
+        raise StorageError(f"{ref.path}: relay chunk at {ref.offset} truncated ({len(data)} of {ref.length} bytes)")
+    return data
+
+
+@dataclass(frozen=True, slots=True)
+class Frame:
+    commit_ts: int
+    flags: int
+    length: int
+    crc: int
+
+
+def open_chunk(source: ChunkRef | bytes) -> tuple[IO[bytes], int, str]:
+    """A readable stream positioned at the chunk, its length and a name for errors."""
+    if isinstance(source, (bytes, bytearray, memoryview)):
+        return io.BytesIO(bytes(source)), len(source), "<chunk bytes>"
+    try:
+        f = open(source.path, "rb", buffering=1 << 20)  # noqa: SIM115 - closed by the caller
+        f.seek(source.offset)
+    except OSError as e:
+        raise StorageError(f"{source.path}: cannot open relay chunk: {e}") from e
+    return f, source.length, f"{source.path}@{source.offset}"
+
+
+def iter_frames(stream: IO[bytes], length: int, name: str) -> Iterator[tuple[Frame, Iterator[bytes]]]:
+    """Yield each frame with an iterator over its raw events (read lazily: bounded memory). The event
+    iterator must be exhausted before the next frame is requested; the frame CRC is checked at its end."""
+    consumed = 0
+    while consumed < length:
+        head = stream.read(FRAME_LEN)
+        if len(head) != FRAME_LEN:
+            raise CorruptDataError(f"{name}: frame header truncated at +{consumed}")
+        magic, version, flags, _res, plen, ts, crc = FRAME.unpack(head)
+        if magic != MAGIC or version != 1:
+            raise CorruptDataError(f"{name}: bad frame magic at +{consumed}; the relay log is corrupt")
+        frame = Frame(ts, flags, plen, crc)
+        yield frame, _events(stream, plen, crc, f"{name}+{consumed}")
+        consumed += FRAME_LEN + plen
+    if consumed != length:
+        raise CorruptDataError(f"{name}: chunk length does not end on a frame boundary")
+
+
+def _events(stream: IO[bytes], plen: int, crc: int, name: str) -> Iterator[bytes]:
+    left = plen
+    running = 0
+    while left > 0:
+        head = stream.read(HEADER_LEN)
+        if len(head) != HEADER_LEN:
+            raise CorruptDataError(f"{name}: event header truncated")
+        size = int.from_bytes(head[9:13], "little")
+        if size < HEADER_LEN or size > left:
+            raise CorruptDataError(f"{name}: event size {size} does not fit its frame")
+        body = stream.read(size - HEADER_LEN)
+        if len(body) != size - HEADER_LEN:
+            raise CorruptDataError(f"{name}: event truncated")
+        event = head + body
+        running = zlib.crc32(event, running)
+        left -= size
+        yield event
+    if running != crc:
+        raise CorruptDataError(f"{name}: frame checksum mismatch; the relay log is corrupt")
+
+
+class RelayLogWriter:
+    """Append side, owned by one puller. Not thread-safe."""
+
+    def __init__(self, data_dir: str | os.PathLike[str], segment_bytes: int = DEFAULT_SEGMENT_BYTES) -> None:
+        self.dir = Path(data_dir) / "relay"
+        self.dir.mkdir(parents=True, exist_ok=True)
+        self.segment_bytes = segment_bytes
+        self.db = connect_index(self.dir)
+        self._pending: list[TxnRecord] = []
+        self._txn: bytearray | None = None
+        self._txn_start = 0
+        self._txn_len = 0
+        self._txn_crc = 0
+        self._spilled = False
+        self._recover()
+
+    # -- recovery ----------------------------------------------------------------------------------
+    def _recover(self) -> None:
+        row = self.db.execute("SELECT segment, offset + length FROM txn ORDER BY commit_ts DESC LIMIT 1").fetchone()
+        segs = sorted(int(p.stem) for p in self.dir.glob("*.seg") if p.stem.isdigit())
+        if row is None:
+            self.segment = (segs[-1] + 1) if segs else 1
+            end = 0
+        else:
+            self.segment, end = int(row[0]), int(row[1])
+        for s in segs:
+            if s > self.segment:
+                (self.dir / segment_name(s)).unlink()
+        path = self.dir / segment_name(self.segment)
+        self.fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        size = os.fstat(self.fd).st_size
+        if size > end:
+            log.warning("relay log %s: truncating %d bytes after the last durable transaction", path, size - end)
+            os.ftruncate(self.fd, end)
+            os.fsync(self.fd)
+        self.offset = end
+
+    def progress(self) -> Progress | None:
+        row = self.db.execute(
+            "SELECT resolved_ts, last_tso, binlog_file, binlog_pos, gtid_state FROM progress WHERE id = 1"
+        ).fetchone()
+        return Progress(*row) if row else None
+
+    # -- transactions ------------------------------------------------------------------------------
+    @property
+    def in_txn(self) -> bool:
+        return self._txn is not None
+
+    def begin(self) -> None:
+        if self.offset >= self.segment_bytes:
+            self._rotate()
+        self._txn = bytearray()
+        self._txn_start = self.offset
+        self._txn_len = 0
+        self._txn_crc = 0
+        self._spilled = False
+
+    def append(self, event: bytes) -> None:
+        assert self._txn is not None, "append outside a transaction"
+        self._txn_crc = zlib.crc32(event, self._txn_crc)
+        self._txn_len += len(event)
+        if self._spilled:
+            self._write(event)
+            return
+        self._txn += event
+        if len(self._txn) >= SPILL_BYTES:
+            # Huge transaction: placeholder header now, events straight to disk, header patched at commit.
+            self._write(bytes(FRAME_LEN))
+            self._write(bytes(self._txn))
+            self._txn = bytearray()
+            self._spilled = True
+
+    def commit(self, commit_ts: int, flags: int, file: str, pos: int, gtid: str, gtid_state: str) -> None:
+        """Finish the open transaction's frame; durable (and visible) after the next ``flush``."""
+        assert self._txn is not None, "commit outside a transaction"
+        header = FRAME.pack(MAGIC, 1, flags, 0, self._txn_len, commit_ts, self._txn_crc)
+        if self._spilled:
+            os.pwrite(self.fd, header, self._txn_start)
+        else:
+            self._write(header + bytes(self._txn))
+        self._pending.append(
+            TxnRecord(
+                commit_ts,
+                self.segment,
+                self._txn_start,
+                FRAME_LEN + self._txn_len,
+                file,
+                pos,
+                gtid,
+                gtid_state,
+                bool(flags & FLAG_DDL),
+            )
+        )
+        self._txn = None
+
+    def abort(self) -> None:
+        """Drop the open transaction (connection lost mid-transaction); it will be pulled again."""
+        if self._txn is None:
+            return
+        if self._spilled:
+            os.ftruncate(self.fd, self._txn_start)
+        self.offset = self._txn_start
+        self._txn = None
+
+    def _write(self, data: bytes) -> None:
+        view = memoryview(data)
+        while view:
+            n = os.pwrite(self.fd, view, self.offset)
+            self.offset += n
+            view = view[n:]
+
+    def _rotate(self) -> None:
+        os.fsync(self.fd)
+        os.close(self.fd)
+        self.segment += 1
+        self.fd = os.open(self.dir / segment_name(self.segment), os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
+        self.offset = 0
+
+    @property
+    def pending(self) -> int:
+        return len(self._pending)
+
+    def flush(self, progress: Progress, extra: list[tuple[str, tuple[Any, ...]]] | None = None) -> None:
+        """fsync the segment, then commit the pending index rows, ``extra`` statements (schema history) and
+        the new progress in one SQLite transaction. Only after this are those transactions acknowledged."""
+        if self._pending:
+            os.fsync(self.fd)
+        try:
+            self.db.execute("BEGIN IMMEDIATE")
+            self.db.executemany(
+                "INSERT INTO txn VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
+                [
+                    (r.commit_ts, r.segment, r.offset, r.length, r.binlog_file, r.binlog_pos, r.gtid, r.gtid_state,
+                     int(r.is_ddl))
+                    for r in self._pending
+                ],
+            )
+            for sql, args in extra or ():
+                self.db.execute(sql, args)
+            self.db.execute(
+                "INSERT OR REPLACE INTO progress VALUES (1, ?, ?, ?, ?, ?)",
+                (progress.resolved_ts, progress.last_tso, progress.binlog_file, progress.binlog_pos,
+                 progress.gtid_state),
+            )
+            self.db.execute("COMMIT")
+        except sqlite3.Error as e:
+            if self.db.in_transaction:
+                self.db.execute("ROLLBACK")
+            raise StorageError(f"{self.dir}/index.db: cannot commit relay index: {e}") from e
+        self._pending.clear()
+
+    def close(self) -> None:
+        self.abort()
+        try:
+            os.fsync(self.fd)
+            os.close(self.fd)
+        except OSError:
+            pass
+        self.db.close()

@@ -1,0 +1,1 @@
+"""Developer tools: private servers for tests and the quickstart."""

@@ -1,0 +1,29 @@
+"""Helpers shared by the capture integration tests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from sparkcdc.capture import Puller, PullerConfig, RelayLog, SchemaHistory, decode_chunk
+from sparkcdc.model.events import DDLEvent, RowChange
+from tests.fixtures.mariadb import FreshDatabase
+
+
+def make_puller(db: FreshDatabase, data_dir: Path, **kw: Any) -> Puller:
+    start = kw.pop("start", None)
+    return Puller(PullerConfig(data_dir=str(data_dir), **db.puller_kwargs(), **kw), start)
+
+
+def decode_all(data_dir: Path, start: int = 0, target_bytes: int = 1 << 20, **kw: Any) -> list[RowChange | DDLEvent]:
+    relay = RelayLog(data_dir)
+    history = SchemaHistory.load(data_dir)
+    out: list[RowChange | DDLEvent] = []
+    for ref in relay.chunks(start, 1 << 62, target_bytes):
+        out.extend(decode_chunk(ref, history, **kw))
+    relay.close()
+    return out
+
+
+def for_schema(events: list[RowChange | DDLEvent], schema: str) -> list[RowChange | DDLEvent]:
+    return [e for e in events if (e.table.schema if isinstance(e, RowChange) else e.schema) == schema]
