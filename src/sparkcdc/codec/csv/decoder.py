@@ -44,8 +44,6 @@ _FLOAT_RE: Final = re.compile(r"[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-
 _DECIMAL_RE: Final = re.compile(r"-?[0-9]+(?:\.[0-9]+)?")
 _HEX_RE: Final = re.compile(r"(?:[0-9a-fA-F]{2})*")
 _MAX_U64: Final = (1 << 64) - 1
-_MIN_I64: Final = -(1 << 63)
-_MAX_I64: Final = (1 << 63) - 1
 _OPS: Final = ("I", "U", "D")
 
 
@@ -53,8 +51,11 @@ class _FieldError(ValueError):
     """A value that does not parse for its column; converted to DecodeError with the position."""
 
 
-def _int_parser(signed: bool) -> Callable[[str], int]:
-    low, high = (_MIN_I64, _MAX_I64) if signed else (0, _MAX_U64)
+_INT_BITS: Final = {"tinyint": 8, "smallint": 16, "mediumint": 24, "int": 32, "bigint": 64}
+
+
+def _int_parser(signed: bool, bits: int = 64) -> Callable[[str], int]:
+    low, high = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
     pattern = _INT_RE if signed else _UINT_RE
 
     def parse(text: str) -> int:
@@ -141,7 +142,7 @@ def column_parser(col: ColumnInfo, cfg: CsvConfig) -> Callable[[str], Any]:
     """The function that turns a non-NULL field of ``col`` into its model value (raises ``ValueError``)."""
     t = col.type
     if t in INTEGER_TYPES:
-        return _int_parser(signed=not col.unsigned)
+        return _int_parser(signed=not col.unsigned, bits=_INT_BITS[t])
     if t in ("bit", "year"):
         return _int_parser(signed=False)
     if t == "float":
@@ -258,8 +259,41 @@ class CsvDecoder:
             text = data.decode("utf-8")
         except UnicodeDecodeError as e:
             line = data.count(b"\n", 0, e.start) + 1
-            raise DecodeError(f"{where}: line {line}: invalid UTF-8 at byte {e.start}") from None
+            text = data.decode("utf-8", "surrogateescape")
+            column = self._column_at(text, len(data[: e.start].decode("utf-8", "surrogateescape")), table)
+            raise DecodeError(f"{where}: line {line}, column {column!r}: invalid UTF-8 at byte {e.start}") from None
         return self._rows(text, table, where)
+
+    def _field_names(self, tp: _TableParser) -> list[str]:
+        names = list(META_HEADER)
+        if self.config.include_commit_ts:
+            names.append("commit-ts")
+        if self.config.output_old_value:
+            names.append("is-update")
+        if self.config.output_handle_key:
+            names.append("handle-key")
+        names.extend(c.name for _, c in tp.visible)
+        return names
+
+    def _column_at(self, text: str, offset: int, table: TableInfo) -> str:
+        """Name of the field holding character ``offset`` (for errors found before parsing)."""
+        names = self._field_names(self._parser(table))
+        grammar = self._grammar
+        pos, count = 0, 0
+        if self.config.output_field_header:
+            m = grammar.term_re.search(text)
+            if m is None or offset < m.end():
+                return "header"
+            pos = m.end()
+        while pos < len(text):
+            fm = grammar.field_re.match(text, pos)
+            assert fm is not None  # every pattern admits the empty field
+            sm = grammar.sep_re.match(text, fm.end())
+            if offset < fm.end() or sm is None or offset < sm.end():
+                break
+            count = count + 1 if sm.group(1) is not None else 0
+            pos = sm.end()
+        return names[count] if count < len(names) else f"#{count + 1}"
 
     def _rows(self, text: str, table: TableInfo, where: str) -> Iterator[RowChange]:
         cfg = self.config
@@ -368,14 +402,7 @@ class CsvDecoder:
     def _diagnose(self, text: str, pos: int, tp: _TableParser, where: str) -> DecodeError:
         """Re-scan a row that did not match field by field and say what is wrong with it."""
         line = text.count("\n", 0, pos) + 1
-        names = list(META_HEADER[:3])
-        if self.config.include_commit_ts:
-            names.append("commit-ts")
-        if self.config.output_old_value:
-            names.append("is-update")
-        if self.config.output_handle_key:
-            names.append("handle-key")
-        names.extend(c.name for _, c in tp.visible)
+        names = self._field_names(tp)
         grammar = self._grammar
         count = 0
         while True:
