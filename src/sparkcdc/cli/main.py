@@ -12,6 +12,8 @@ import sys
 import click
 
 from sparkcdc import __version__
+from sparkcdc.cli.changefeed import cli_group as cli_command
+from sparkcdc.cli.server import server as server_command
 from sparkcdc.errors import SparkcdcError
 
 
@@ -30,6 +32,10 @@ def cli(ctx: click.Context, log_level: str) -> None:
     level = {"warn": logging.WARNING}.get(log_level.lower(), getattr(logging, log_level.upper()))
     logging.basicConfig(level=level, format="[%(asctime)s] [%(levelname)s] %(name)s: %(message)s")
     ctx.obj = {"debug": log_level.lower() == "debug"}
+
+
+cli.add_command(server_command)
+cli.add_command(cli_command)
 
 
 def main() -> None:

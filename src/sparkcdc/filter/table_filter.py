@@ -129,7 +129,7 @@ class _RuleParser:
                 raise self.fail("syntax error: incomplete regexp")
             body = m.group()[1:-1]
             return _Matcher(regex=_compile(body, 0, body)), line[m.end() :]
-        if head in "\"`":
+        if head in '"`':
             m = (_DOUBLE_QUOTED if head == '"' else _BACKQUOTED).match(line)
             if m is None:
                 raise self.fail("syntax error: incomplete quoted identifier")

@@ -1,0 +1,105 @@
+"""HTTP client of the Open API v2 used by ``cdc cli``; server errors come back as SparkcdcError."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+import httpx
+
+from sparkcdc.errors import SparkcdcError
+
+DEFAULT_SERVER = "http://127.0.0.1:8300"
+
+
+class APIError(SparkcdcError):
+    """An error answered by the server (``error_code`` kept as ``code``)."""
+
+
+def _message(code: str, text: str) -> str:
+    prefix = f"[{code}]"
+    return text[len(prefix) :] if text.startswith(prefix) else text
+
+
+class APIClient:
+    def __init__(self, server: str = DEFAULT_SERVER, timeout: float = 60.0) -> None:
+        server = server.rstrip("/")
+        if "://" not in server:
+            server = "http://" + server
+        self.server = server
+        self._http = httpx.Client(base_url=server + "/api/v2", timeout=timeout)
+
+    def close(self) -> None:
+        self._http.close()
+
+    def __enter__(self) -> APIClient:
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.close()
+
+    def _call(self, method: str, path: str, *, body: Any = None, params: dict[str, str] | None = None) -> Any:
+        try:
+            resp = self._http.request(method, path, json=body, params=params)
+        except httpx.HTTPError as e:
+            raise SparkcdcError(
+                f"cannot reach the cdc server at {self.server}: {e}; check --server and that `cdc server` runs",
+                code="CDC:ErrCliServerUnavailable",
+                retryable=True,
+            ) from e
+        try:
+            data = resp.json() if resp.content else {}
+        except json.JSONDecodeError as e:
+            raise SparkcdcError(
+                f"the server at {self.server} answered {resp.status_code} with a non-JSON body",
+                code="CDC:ErrCliInvalidResponse",
+            ) from e
+        if resp.status_code >= 400:
+            if isinstance(data, dict) and "error_code" in data:
+                code = str(data["error_code"]) or "CDC:ErrInternal"
+                raise APIError(_message(code, str(data.get("error_msg", ""))), code=code)
+            raise APIError(f"the server answered {resp.status_code}", code="CDC:ErrInternal")
+        return data
+
+    # -- Open API v2 ----------------------------------------------------------------------------------------
+    def tso(self) -> int:
+        data = self._call("POST", "/tso", body={})
+        return (int(data["timestamp"]) << 18) | int(data["logic_time"])
+
+    def create(self, body: dict[str, Any]) -> dict[str, Any]:
+        result: dict[str, Any] = self._call("POST", "/changefeeds", body=body)
+        return result
+
+    def list(self, namespace: str, state: str = "all") -> list[dict[str, Any]]:
+        data = self._call("GET", "/changefeeds", params={"namespace": namespace, "state": state})
+        return list(data.get("items") or [])
+
+    def get(self, namespace: str, changefeed_id: str) -> dict[str, Any]:
+        result: dict[str, Any] = self._call("GET", f"/changefeeds/{changefeed_id}", params={"namespace": namespace})
+        return result
+
+    def update(self, namespace: str, changefeed_id: str, body: dict[str, Any]) -> dict[str, Any]:
+        result: dict[str, Any] = self._call(
+            "PUT", f"/changefeeds/{changefeed_id}", body=body, params={"namespace": namespace}
+        )
+        return result
+
+    def delete(self, namespace: str, changefeed_id: str) -> None:
+        self._call("DELETE", f"/changefeeds/{changefeed_id}", params={"namespace": namespace})
+
+    def pause(self, namespace: str, changefeed_id: str) -> None:
+        self._call("POST", f"/changefeeds/{changefeed_id}/pause", params={"namespace": namespace})
+
+    def resume(self, namespace: str, changefeed_id: str, overwrite_checkpoint_ts: int = 0) -> None:
+        self._call(
+            "POST",
+            f"/changefeeds/{changefeed_id}/resume",
+            body={"overwrite_checkpoint_ts": overwrite_checkpoint_ts},
+            params={"namespace": namespace},
+        )
+
+    def status(self, namespace: str, changefeed_id: str) -> dict[str, Any]:
+        result: dict[str, Any] = self._call(
+            "GET", f"/changefeeds/{changefeed_id}/status", params={"namespace": namespace}
+        )
+        return result

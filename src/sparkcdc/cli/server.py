@@ -1,0 +1,77 @@
+"""``cdc server``: run a node (Open API, changefeed state machine, pipeline runner)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import click
+
+from sparkcdc.server.runner import RUNNERS
+
+
+@click.command("server")
+@click.option("--addr", default="127.0.0.1:8300", show_default=True, help="Listen address of the Open API (host:port).")
+@click.option(
+    "--data-dir",
+    type=click.Path(file_okay=False, path_type=Path),
+    default=Path("default.data"),
+    show_default=True,
+    help="Directory of the metadata store and the pipelines' private state.",
+)
+@click.option(
+    "--upstream",
+    default=None,
+    metavar="mysql://user:password@host:port",
+    help="Upstream MySQL/MariaDB server (row-based binlog) to capture from.",
+)
+@click.option("--spark-master", default="local[*]", show_default=True, help="Spark master URL for the pipelines.")
+@click.option(
+    "--log-file", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Log file (default: stderr)."
+)
+@click.option(
+    "--log-level",
+    "server_log_level",
+    type=click.Choice(["debug", "info", "warn", "error"], case_sensitive=False),
+    default="info",
+    show_default=True,
+    help="Log level of the server.",
+)
+@click.option(
+    "--runner",
+    type=click.Choice(sorted(RUNNERS)),
+    default="spark",
+    show_default=True,
+    help="Changefeed executor: 'spark' runs the pipeline; 'noop' only manages state (tests, dry runs).",
+)
+@click.option(
+    "--status-interval",
+    type=click.FloatRange(0.05, 60),
+    default=0.5,
+    show_default=True,
+    help="Seconds between polls of the pipelines' progress.",
+)
+def server(
+    addr: str,
+    data_dir: Path,
+    upstream: str | None,
+    spark_master: str,
+    log_file: Path | None,
+    server_log_level: str,
+    runner: str,
+    status_interval: float,
+) -> None:
+    """Start a cdc server (one node owning every changefeed)."""
+    from sparkcdc.server.process import ServerOptions, run_server
+
+    run_server(
+        ServerOptions(
+            addr=addr,
+            data_dir=data_dir,
+            upstream=upstream,
+            spark_master=spark_master,
+            log_file=log_file,
+            log_level=server_log_level,
+            runner=runner,
+            poll_interval=status_interval,
+        )
+    )

@@ -1,0 +1,188 @@
+"""TiCDC's Open API v2 over FastAPI: same paths, JSON shapes and error bodies as TiCDC.
+
+Errors are ``{"error_msg": "[CDC:ErrX]message", "error_code": "CDC:ErrX"}`` with status 400 for bad requests
+(invalid parameters, unknown changefeed, refused updates …) and 500 otherwise, as TiCDC's middleware does.
+Handlers are plain ``def`` so FastAPI runs them in its thread pool (runner start/stop may block).
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import uuid
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from sparkcdc import __version__
+from sparkcdc.errors import ConfigError, SparkcdcError
+from sparkcdc.model import tso
+from sparkcdc.server import api_model
+from sparkcdc.server.changefeed import ChangefeedManager, CreateRequest, states_needed
+from sparkcdc.server.config import ReplicaConfig
+from sparkcdc.server.model import DEFAULT_NAMESPACE, ERR_API_INVALID_PARAM
+
+log = logging.getLogger(__name__)
+
+_BAD_REQUEST_CODES = frozenset(
+    {
+        "CDC:ErrAPIInvalidParam",
+        "CDC:ErrSinkURIInvalid",
+        "CDC:ErrStartTsBeforeGC",
+        "CDC:ErrChangeFeedNotExists",
+        "CDC:ErrTargetTsBeforeStartTs",
+        "CDC:ErrTableIneligible",
+        "CDC:ErrFilterRuleInvalid",
+        "CDC:ErrChangefeedUpdateRefused",
+        "CDC:ErrMySQLConnectionError",
+        "CDC:ErrMySQLInvalidConfig",
+        "CDC:ErrCaptureNotExist",
+        "CDC:ErrSchedulerRequestFailed",
+    }
+)
+
+U64 = Field(default=0, ge=0, le=(1 << 64) - 1)
+
+
+class ChangefeedConfigBody(BaseModel):
+    """Body of create/update (TiCDC's ``ChangefeedConfig``; PD/TLS fields are accepted and ignored)."""
+
+    model_config = ConfigDict(extra="ignore")
+    namespace: str = ""
+    changefeed_id: str = ""
+    start_ts: int = U64
+    target_ts: int = U64
+    sink_uri: str = ""
+    replica_config: dict[str, Any] | None = None
+
+
+class ResumeBody(BaseModel):
+    model_config = ConfigDict(extra="ignore")
+    overwrite_checkpoint_ts: int = U64
+
+
+def error_body(code: str, message: str) -> dict[str, str]:
+    return {"error_msg": f"[{code}]{message}", "error_code": code}
+
+
+def _status_for(err: SparkcdcError) -> int:
+    return 400 if err.code in _BAD_REQUEST_CODES or isinstance(err, ConfigError) else 500
+
+
+def create_app(manager: ChangefeedManager, *, capture_id: str | None = None) -> FastAPI:
+    """The Open API application serving ``manager``."""
+    app = FastAPI(title="sparkcdc Open API", version="v2", docs_url=None, redoc_url=None, openapi_url=None)
+    capture = capture_id or str(uuid.uuid4())
+
+    @app.exception_handler(SparkcdcError)
+    def _on_error(_: Request, exc: SparkcdcError) -> JSONResponse:
+        return JSONResponse(error_body(exc.code, exc.message), status_code=_status_for(exc))
+
+    @app.exception_handler(RequestValidationError)
+    def _on_invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
+        parts = []
+        for e in exc.errors():
+            where = ".".join(str(x) for x in e.get("loc", ()) if x != "body")
+            parts.append(f"{where}: {e.get('msg', 'invalid')}" if where else str(e.get("msg", "invalid")))
+        return JSONResponse(
+            error_body(ERR_API_INVALID_PARAM, "invalid api parameter: " + "; ".join(parts)), status_code=400
+        )
+
+    @app.exception_handler(StarletteHTTPException)
+    def _on_http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+        code = "CDC:ErrAPIInvalidParam" if exc.status_code < 500 else "CDC:ErrInternal"
+        return JSONResponse(error_body(code, str(exc.detail)), status_code=exc.status_code)
+
+    @app.exception_handler(Exception)
+    def _on_unexpected(_: Request, exc: Exception) -> JSONResponse:
+        log.exception("unexpected error in the Open API")
+        return JSONResponse(error_body("CDC:ErrInternal", f"internal error: {type(exc).__name__}"), status_code=500)
+
+    @app.get("/api/v2/health")
+    def health() -> dict[str, Any]:
+        return {}
+
+    @app.get("/api/v2/status")
+    def status() -> dict[str, Any]:
+        return {
+            "version": __version__,
+            "git_hash": "",
+            "id": capture,
+            "cluster_id": "default",
+            "pid": os.getpid(),
+            "is_owner": True,
+            "liveness": 0,
+        }
+
+    @app.post("/api/v2/tso")
+    def query_tso() -> dict[str, Any]:
+        physical, logical = tso.split(manager.current_tso())
+        return {"timestamp": physical, "logic_time": logical}
+
+    @app.post("/api/v2/changefeeds")
+    def create(body: ChangefeedConfigBody) -> dict[str, Any]:
+        req = CreateRequest(
+            changefeed_id=body.changefeed_id,
+            namespace=body.namespace or DEFAULT_NAMESPACE,
+            sink_uri=body.sink_uri,
+            start_ts=body.start_ts,
+            target_ts=body.target_ts,
+            config=ReplicaConfig.from_api(body.replica_config),
+        )
+        info, st = manager.create(req)
+        return api_model.changefeed_info(info, st)
+
+    @app.get("/api/v2/changefeeds")
+    def list_changefeeds(namespace: str = DEFAULT_NAMESPACE, state: str = "") -> dict[str, Any]:
+        wanted = states_needed(state)
+        items = [
+            api_model.changefeed_common_info(info, st)
+            for info, st in manager.list(namespace or DEFAULT_NAMESPACE)
+            if wanted is None or info.state in wanted
+        ]
+        return {"total": len(items), "items": items}
+
+    @app.get("/api/v2/changefeeds/{changefeed_id}")
+    def get(changefeed_id: str, namespace: str = DEFAULT_NAMESPACE) -> dict[str, Any]:
+        info, st = manager.get(namespace, changefeed_id)
+        return api_model.changefeed_info(info, st)
+
+    @app.put("/api/v2/changefeeds/{changefeed_id}")
+    def update(changefeed_id: str, body: ChangefeedConfigBody, namespace: str = DEFAULT_NAMESPACE) -> dict[str, Any]:
+        config = ReplicaConfig.from_api(body.replica_config) if body.replica_config is not None else None
+        info, st = manager.update(
+            body.namespace or namespace,
+            changefeed_id,
+            target_ts=body.target_ts,
+            sink_uri=body.sink_uri,
+            config=config,
+        )
+        return api_model.changefeed_info(info, st)
+
+    @app.delete("/api/v2/changefeeds/{changefeed_id}")
+    def delete(changefeed_id: str, namespace: str = DEFAULT_NAMESPACE) -> dict[str, Any]:
+        manager.remove(namespace, changefeed_id)
+        return {}
+
+    @app.post("/api/v2/changefeeds/{changefeed_id}/pause")
+    def pause(changefeed_id: str, namespace: str = DEFAULT_NAMESPACE) -> dict[str, Any]:
+        manager.pause(namespace, changefeed_id)
+        return {}
+
+    @app.post("/api/v2/changefeeds/{changefeed_id}/resume")
+    def resume(
+        changefeed_id: str, body: ResumeBody | None = None, namespace: str = DEFAULT_NAMESPACE
+    ) -> dict[str, Any]:
+        manager.resume(namespace, changefeed_id, body.overwrite_checkpoint_ts if body else 0)
+        return {}
+
+    @app.get("/api/v2/changefeeds/{changefeed_id}/status")
+    def cf_status(changefeed_id: str, namespace: str = DEFAULT_NAMESPACE) -> dict[str, Any]:
+        info, st = manager.get(namespace, changefeed_id)
+        return api_model.changefeed_status(info, st)
+
+    return app

@@ -1,0 +1,87 @@
+"""TiCDC Open API v2 JSON shapes, key order as TiCDC's Go structs (dict order is output order).
+
+Sink URIs are masked in every shape built here. Times: ``create_time`` is RFC 3339 (Go ``time.Time``);
+``checkpoint_time`` is TiCDC's ``JSONTime`` (``2006-01-02 15:04:05.000`` in the server's local zone).
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from sparkcdc.model import tso
+from sparkcdc.server.model import ChangefeedInfo, ChangefeedStatus, FeedState, RunningError
+from sparkcdc.server.sink_check import mask_sink_uri
+
+
+def json_time(ts: int) -> str:
+    """TiCDC's JSONTime of a TSO's physical part, local time with milliseconds."""
+    when = datetime.fromtimestamp(tso.physical(ts) / 1000).astimezone()
+    return when.strftime("%Y-%m-%d %H:%M:%S.") + f"{when.microsecond // 1000:03d}"
+
+
+def running_error(err: RunningError | None) -> dict[str, Any] | None:
+    if err is None:
+        return None
+    out: dict[str, Any] = {}
+    if err.time:
+        out["time"] = err.time
+    out.update({"addr": err.addr, "code": err.code, "message": err.message})
+    return out
+
+
+def _shown_state(state: FeedState) -> str:
+    return FeedState.WARNING.value if state == FeedState.PENDING else state.value
+
+
+def changefeed_info(info: ChangefeedInfo, status: ChangefeedStatus) -> dict[str, Any]:
+    """``ChangeFeedInfo`` (GET /changefeeds/{id}, create, update): Go ``omitempty`` fields dropped when zero."""
+    out: dict[str, Any] = {}
+    if info.upstream_id:
+        out["upstream_id"] = info.upstream_id
+    if info.namespace:
+        out["namespace"] = info.namespace
+    out["id"] = info.id
+    out["sink_uri"] = mask_sink_uri(info.sink_uri)
+    out["create_time"] = info.create_time
+    if info.start_ts:
+        out["start_ts"] = info.start_ts
+    if info.target_ts:
+        out["target_ts"] = info.target_ts
+    out["config"] = info.config.to_api()
+    out["state"] = _shown_state(info.state)
+    if info.error is not None:
+        out["error"] = running_error(info.error)
+    if info.creator_version:
+        out["creator_version"] = info.creator_version
+    out["resolved_ts"] = status.resolved_ts
+    out["checkpoint_ts"] = status.checkpoint_ts
+    out["checkpoint_time"] = json_time(status.checkpoint_ts)
+    return out
+
+
+def changefeed_common_info(info: ChangefeedInfo, status: ChangefeedStatus) -> dict[str, Any]:
+    """``ChangefeedCommonInfo`` (items of GET /changefeeds)."""
+    return {
+        "upstream_id": info.upstream_id,
+        "namespace": info.namespace,
+        "id": info.id,
+        "state": _shown_state(info.state),
+        "checkpoint_tso": status.checkpoint_ts,
+        "checkpoint_time": json_time(status.checkpoint_ts),
+        "error": running_error(info.error),
+    }
+
+
+def changefeed_status(info: ChangefeedInfo, status: ChangefeedStatus) -> dict[str, Any]:
+    """``ChangefeedStatus`` (GET /changefeeds/{id}/status)."""
+    out: dict[str, Any] = {
+        "state": _shown_state(info.state),
+        "resolved_ts": status.resolved_ts,
+        "checkpoint_ts": status.checkpoint_ts,
+    }
+    if info.error is not None:
+        out["last_error"] = running_error(info.error)
+    if status.last_warning is not None:
+        out["last_warning"] = running_error(status.last_warning)
+    return out

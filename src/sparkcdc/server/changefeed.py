@@ -1,0 +1,338 @@
+"""The changefeed state machine (TiCDC's owner + feed state manager, for one node).
+
+States and transitions (as TiCDC):
+
+* create -> ``normal`` (the runner starts at start-ts)
+* ``normal``/``warning``/``pending`` --pause--> ``stopped``; other states ignore pause (logged)
+* ``stopped``/``failed``/``finished`` --resume--> ``normal`` (error cleared; optional overwrite of the checkpoint)
+* running --runner reports an error--> ``failed`` (error kept until resume)
+* running --checkpoint reaches target-ts--> ``finished``
+* any --remove--> gone (``removed`` is never stored: the record is deleted, as TiCDC deletes its info)
+* update is allowed only when ``stopped`` or ``failed``.
+
+Every change is written to the MetaStore before it is reported; validation failures change nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from sparkcdc import __version__
+from sparkcdc.errors import ConfigError, SparkcdcError
+from sparkcdc.server.config import ReplicaConfig
+from sparkcdc.server.model import (
+    DEFAULT_NAMESPACE,
+    ERR_API_INVALID_PARAM,
+    ChangefeedInfo,
+    ChangefeedStatus,
+    FeedState,
+    RunningError,
+    new_changefeed_id,
+    validate_changefeed_id,
+    validate_namespace,
+)
+from sparkcdc.server.runner import ChangefeedRunner
+from sparkcdc.server.sink_check import mask_sink_uri, validate_sink, with_uri_protocol
+from sparkcdc.server.store import ChangefeedNotFound, MetaStore
+
+log = logging.getLogger(__name__)
+
+ERR_START_TS_BEFORE_GC = "CDC:ErrStartTsBeforeGC"
+ERR_TARGET_TS_BEFORE_START_TS = "CDC:ErrTargetTsBeforeStartTs"
+ERR_UPDATE_REFUSED = "CDC:ErrChangefeedUpdateRefused"
+ERR_CHECKPOINT_IN_FUTURE = "CDC:ErrCliCheckpointTsIsInFuture"
+
+RUNNING = frozenset({FeedState.NORMAL, FeedState.WARNING, FeedState.PENDING})
+_PAUSABLE = RUNNING
+_RESUMABLE = frozenset({FeedState.STOPPED, FeedState.FAILED, FeedState.FINISHED})
+_UPDATABLE = frozenset({FeedState.STOPPED, FeedState.FAILED})
+
+
+@dataclass(frozen=True)
+class CreateRequest:
+    """A validated-by-type create request (from the Open API body)."""
+
+    changefeed_id: str = ""
+    namespace: str = DEFAULT_NAMESPACE
+    sink_uri: str = ""
+    start_ts: int = 0
+    target_ts: int = 0
+    config: ReplicaConfig | None = None
+
+    def __repr__(self) -> str:
+        return f"CreateRequest(id={self.changefeed_id!r}, sink_uri={mask_sink_uri(self.sink_uri)!r})"
+
+
+class ChangefeedManager:
+    """Owns every changefeed of this server. Thread-safe; call :meth:`start` once, :meth:`close` at exit."""
+
+    def __init__(
+        self,
+        store: MetaStore,
+        runner: ChangefeedRunner,
+        *,
+        addr: str = "",
+        upstream_id: int = 0,
+        poll_interval: float = 0.5,
+    ) -> None:
+        self.store = store
+        self.runner = runner
+        self.addr = addr
+        self.upstream_id = upstream_id
+        self.poll_interval = poll_interval
+        self._lock = threading.RLock()
+        self._stop = threading.Event()
+        self._poller: threading.Thread | None = None
+
+    # -- lifecycle ----------------------------------------------------------------------------------------
+    def start(self, *, poll: bool = True) -> None:
+        """Restart every changefeed that should run (normal/warning/pending), then poll the runner."""
+        with self._lock:
+            for info, status in self.store.list():
+                if info.state in RUNNING:
+                    log.info("resuming changefeed=%s checkpoint=%d", info.id, status.checkpoint_ts)
+                    self._start_runner(info, status.checkpoint_ts)
+        if poll:
+            self._poller = threading.Thread(target=self._poll_loop, name="changefeed-poller", daemon=True)
+            self._poller.start()
+
+    def close(self) -> None:
+        self._stop.set()
+        if self._poller is not None:
+            self._poller.join(timeout=10)
+        with self._lock:
+            try:
+                self.runner.close()
+            except Exception:
+                log.exception("runner failed to close")
+
+    def _poll_loop(self) -> None:
+        while not self._stop.wait(self.poll_interval):
+            try:
+                self.poll_once()
+            except Exception:
+                log.exception("changefeed status poll failed")
+
+    # -- queries ------------------------------------------------------------------------------------------
+    def get(self, namespace: str, changefeed_id: str) -> tuple[ChangefeedInfo, ChangefeedStatus]:
+        validate_changefeed_id(changefeed_id)
+        return self.store.get(namespace, changefeed_id)
+
+    def list(self, namespace: str | None = DEFAULT_NAMESPACE) -> list[tuple[ChangefeedInfo, ChangefeedStatus]]:
+        return self.store.list(namespace)
+
+    def current_tso(self) -> int:
+        return self.runner.current_tso()
+
+    # -- commands -----------------------------------------------------------------------------------------
+    def create(self, req: CreateRequest) -> tuple[ChangefeedInfo, ChangefeedStatus]:
+        """Validate (changing nothing on error), persist, then start. Raises ConfigError / UpstreamError."""
+        if not req.sink_uri:
+            raise ConfigError(
+                "sink uri invalid '': sink_uri is empty, cannot create a changefeed without sink_uri",
+                code="CDC:ErrSinkURIInvalid",
+            )
+        cf_id = req.changefeed_id or new_changefeed_id()
+        validate_changefeed_id(cf_id)
+        namespace = req.namespace or DEFAULT_NAMESPACE
+        validate_namespace(namespace)
+        config = req.config or ReplicaConfig()
+        with self._lock:
+            try:
+                self.store.get(namespace, cf_id)
+            except ChangefeedNotFound:
+                pass
+            else:
+                raise ConfigError(f"changefeed already exists, {cf_id}", code="CDC:ErrChangeFeedAlreadyExists")
+            current = self.runner.current_tso()
+            start_ts = req.start_ts or current
+            if start_ts > current:
+                raise ConfigError(
+                    f"invalid start-ts {start_ts}, larger than current tso {current}", code=ERR_API_INVALID_PARAM
+                )
+            self._check_retained(start_ts)
+            if req.target_ts and req.target_ts <= start_ts:
+                raise ConfigError(
+                    f"fail to create changefeed because target-ts {req.target_ts} is earlier than start-ts {start_ts}",
+                    code=ERR_TARGET_TS_BEFORE_START_TS,
+                )
+            validate_sink(req.sink_uri, config)
+            config = with_uri_protocol(req.sink_uri, config)
+            info = ChangefeedInfo(
+                id=cf_id,
+                namespace=namespace,
+                sink_uri=req.sink_uri,
+                start_ts=start_ts,
+                target_ts=req.target_ts,
+                config=config,
+                creator_version=__version__,
+                upstream_id=self.upstream_id,
+            )
+            status = ChangefeedStatus(checkpoint_ts=start_ts, resolved_ts=start_ts)
+            self.store.create(info, status)
+            log.info("created changefeed=%s sink=%s start_ts=%d", cf_id, mask_sink_uri(req.sink_uri), start_ts)
+            info = self._start_runner(info, start_ts)
+            return info, status
+
+    def pause(self, namespace: str, changefeed_id: str) -> None:
+        validate_changefeed_id(changefeed_id)
+        with self._lock:
+            info, _ = self.store.get(namespace, changefeed_id)
+            if info.state not in _PAUSABLE:
+                log.warning("cannot pause changefeed=%s in state %s; ignored", changefeed_id, info.state.value)
+                return
+            self._stop_runner(info)
+            self.store.put_info(info.with_changes(state=FeedState.STOPPED))
+            log.info("paused changefeed=%s", changefeed_id)
+
+    def resume(self, namespace: str, changefeed_id: str, overwrite_checkpoint_ts: int = 0) -> None:
+        validate_changefeed_id(changefeed_id)
+        with self._lock:
+            info, status = self.store.get(namespace, changefeed_id)
+            if overwrite_checkpoint_ts:
+                current = self.runner.current_tso()
+                if overwrite_checkpoint_ts > current:
+                    raise ConfigError(
+                        f"the overwrite-checkpoint-ts {overwrite_checkpoint_ts} must be smaller than current TSO",
+                        code=ERR_CHECKPOINT_IN_FUTURE,
+                    )
+                self._check_retained(overwrite_checkpoint_ts)
+            if info.state not in _RESUMABLE:
+                log.warning("cannot resume changefeed=%s in state %s; ignored", changefeed_id, info.state.value)
+                return
+            if overwrite_checkpoint_ts:
+                status = ChangefeedStatus(overwrite_checkpoint_ts, overwrite_checkpoint_ts)
+            info = info.with_changes(state=FeedState.NORMAL, error=None)
+            self.store.put(info, status)
+            log.info("resumed changefeed=%s checkpoint=%d", changefeed_id, status.checkpoint_ts)
+            self._start_runner(info, status.checkpoint_ts)
+
+    def update(
+        self,
+        namespace: str,
+        changefeed_id: str,
+        *,
+        target_ts: int = 0,
+        sink_uri: str = "",
+        config: ReplicaConfig | None = None,
+    ) -> tuple[ChangefeedInfo, ChangefeedStatus]:
+        """Change target-ts, sink URI and/or config of a stopped or failed changefeed."""
+        validate_changefeed_id(changefeed_id)
+        with self._lock:
+            info, status = self.store.get(namespace, changefeed_id)
+            if info.state not in _UPDATABLE:
+                raise ConfigError(
+                    "changefeed update error: can only update changefeed config when it is stopped or failed",
+                    code=ERR_UPDATE_REFUSED,
+                )
+            new = info
+            if target_ts:
+                if target_ts <= info.start_ts:
+                    raise ConfigError(
+                        f"changefeed update error: target-ts {target_ts} must be larger than start-ts {info.start_ts}",
+                        code=ERR_UPDATE_REFUSED,
+                    )
+                new = new.with_changes(target_ts=target_ts)
+            if sink_uri:
+                new = new.with_changes(sink_uri=sink_uri)
+            if config is not None:
+                new = new.with_changes(config=config)
+            validate_sink(new.sink_uri, new.config)
+            new = new.with_changes(config=with_uri_protocol(new.sink_uri, new.config))
+            self.store.put_info(new)
+            log.info("updated changefeed=%s", changefeed_id)
+            return new, status
+
+    def remove(self, namespace: str, changefeed_id: str) -> bool:
+        """Stop and delete; False when it did not exist (TiCDC answers success then, too)."""
+        validate_changefeed_id(changefeed_id)
+        with self._lock:
+            try:
+                info, _ = self.store.get(namespace, changefeed_id)
+            except ChangefeedNotFound:
+                return False
+            self._stop_runner(info)
+            try:
+                self.runner.remove(info)
+            except SparkcdcError as e:
+                log.warning("changefeed=%s: runner cleanup failed: %s", changefeed_id, e)
+            deleted = self.store.delete(namespace, changefeed_id)
+            log.info("removed changefeed=%s", changefeed_id)
+            return deleted
+
+    # -- progress -----------------------------------------------------------------------------------------
+    def poll_once(self) -> None:
+        """Pull the runner's status of every running changefeed and apply failed/finished transitions."""
+        with self._lock:
+            for info, status in self.store.list(None):
+                if info.state in RUNNING:
+                    self._apply(info, status)
+
+    def _apply(self, info: ChangefeedInfo, status: ChangefeedStatus) -> None:
+        try:
+            st = self.runner.status(info.namespace, info.id)
+        except Exception as e:  # a broken runner must not stop the poller
+            st = None
+            log.warning("changefeed=%s: runner status failed: %s", info.id, e)
+        if st is None:
+            return
+        if st.error is not None:
+            log.error("changefeed=%s failed: [%s] %s", info.id, st.error.code, st.error.message)
+            self._stop_runner(info)
+            self.store.put_info(info.with_changes(state=FeedState.FAILED, error=st.error))
+            return
+        checkpoint = max(status.checkpoint_ts, st.checkpoint_ts)
+        if info.target_ts:  # a finished changefeed's checkpoint is its target-ts
+            checkpoint = max(status.checkpoint_ts, min(checkpoint, info.target_ts))
+        resolved = max(status.resolved_ts, st.resolved_ts, checkpoint)
+        new_status = ChangefeedStatus(checkpoint, resolved, st.warning)
+        new_state = FeedState.WARNING if st.warning is not None else FeedState.NORMAL
+        if info.target_ts and checkpoint >= info.target_ts:
+            log.info("changefeed=%s reached target-ts %d: finished", info.id, info.target_ts)
+            self._stop_runner(info)
+            new_state = FeedState.FINISHED
+        if new_status != status:
+            self.store.put_status(info.namespace, info.id, new_status)
+        if new_state != info.state:
+            self.store.put_info(info.with_changes(state=new_state))
+
+    def _check_retained(self, ts: int) -> None:
+        oldest = self.runner.oldest_retained_tso()
+        if oldest and ts < oldest:
+            raise ConfigError(
+                f"fail to create or maintain changefeed because start-ts {ts} is earlier than the oldest "
+                f"binlog the upstream still retains at {oldest}",
+                code=ERR_START_TS_BEFORE_GC,
+            )
+
+    def _start_runner(self, info: ChangefeedInfo, checkpoint_ts: int) -> ChangefeedInfo:
+        try:
+            self.runner.start(info, checkpoint_ts)
+            return info
+        except Exception as e:
+            err = RunningError.from_exception(e, self.addr)
+            log.error("changefeed=%s failed to start: [%s] %s", info.id, err.code, err.message)
+            failed = info.with_changes(state=FeedState.FAILED, error=err)
+            self.store.put_info(failed)
+            return failed
+
+    def _stop_runner(self, info: ChangefeedInfo) -> None:
+        try:
+            self.runner.stop(info.namespace, info.id)
+        except Exception as e:
+            log.warning("changefeed=%s: runner stop failed: %s", info.id, e)
+
+
+def states_needed(state: str) -> Iterable[FeedState] | None:
+    """TiCDC's list filter: "" = not finished/removed, "all" = everything (None), else that one state."""
+    if state == "all":
+        return None
+    if not state:
+        return (FeedState.NORMAL, FeedState.STOPPED, FeedState.FAILED, FeedState.WARNING, FeedState.PENDING)
+    try:
+        return (FeedState(state),)
+    except ValueError as e:
+        raise ConfigError(f"invalid state {state!r}", code=ERR_API_INVALID_PARAM) from e

@@ -1,0 +1,375 @@
+"""The changefeed configuration file (``cdc cli changefeed create --config cf.toml``): TiCDC's ReplicaConfig.
+
+The canonical form is the TOML document with TiCDC's kebab-case keys (``case-sensitive``, ``[filter] rules``,
+``[sink] date-separator`` …). :meth:`ReplicaConfig.from_toml` checks every key we know and rejects unknown ones
+by name; the ``[sink]`` table is validated together with the sink URI by the storage sink's own config
+(``sparkcdc.storage.sink_config``), see :func:`validate_sink`. The Open API carries the same data as TiCDC's
+snake_case JSON (``replica_config``); :meth:`ReplicaConfig.to_api` / :meth:`ReplicaConfig.from_api` convert.
+"""
+
+from __future__ import annotations
+
+import re
+import tomllib
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import MappingProxyType
+from typing import Any
+
+from sparkcdc.errors import ConfigError
+from sparkcdc.filter.event_filter import EventFilter, EventFilterRule
+from sparkcdc.filter.table_filter import TableFilter
+
+ERR_REPLICA_CONFIG = "CDC:ErrInvalidReplicaConfig"
+
+DEFAULT_MEMORY_QUOTA = 1024 * 1024 * 1024
+_NS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 10**9, "m": 60 * 10**9, "h": 3600 * 10**9}
+_DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
+
+# Top-level keys: name -> (kind, default). Tables are handled separately.
+_SCALARS: dict[str, tuple[type, Any]] = {
+    "memory-quota": (int, DEFAULT_MEMORY_QUOTA),
+    "case-sensitive": (bool, False),
+    "force-replicate": (bool, False),
+    "ignore-ineligible-table": (bool, False),
+    "check-gc-safe-point": (bool, True),
+    "enable-sync-point": (bool, False),
+    "enable-table-monitor": (bool, False),
+    "bdr-mode": (bool, False),
+    "sql-mode": (str, ""),
+}
+_DURATIONS: dict[str, int] = {
+    "sync-point-interval": 10 * 60 * 10**9,
+    "sync-point-retention": 24 * 3600 * 10**9,
+    "changefeed-error-stuck-duration": 30 * 60 * 10**9,
+}
+# Sections TiCDC has and we accept but do not act on: kept and shown, keys checked.
+_PASSTHROUGH: dict[str, frozenset[str]] = {
+    "consistent": frozenset(
+        {
+            "level",
+            "max-log-size",
+            "flush-interval",
+            "meta-flush-interval",
+            "encoding-worker-num",
+            "flush-worker-num",
+            "storage",
+            "use-file-backend",
+            "compression",
+            "flush-concurrency",
+            "memory-usage",
+        }
+    ),
+    "scheduler": frozenset({"enable-table-across-nodes", "region-threshold", "write-key-threshold"}),
+    "integrity": frozenset({"integrity-check-level", "corruption-handle-level"}),
+    "synced-status": frozenset({"synced-check-interval", "checkpoint-interval"}),
+}
+_FILTER_KEYS = frozenset({"rules", "ignore-txn-start-ts", "event-filters"})
+_MOUNTER_KEYS = frozenset({"worker-num"})
+_TOP_KEYS = frozenset({*_SCALARS, *_DURATIONS, *_PASSTHROUGH, "filter", "mounter", "sink"})
+
+# TOML key <-> Open API JSON key where TiCDC does not just swap '-' for '_'.
+_TO_API_RENAMES = {"file-index-digit": "file_index_width", "advance-timeout-in-sec": "advance_timeout"}
+_FROM_API_RENAMES = {v: k for k, v in _TO_API_RENAMES.items()}
+
+
+def parse_duration(text: str, where: str) -> int:
+    """Go ``time.ParseDuration`` subset (``10m``, ``1h30m``, ``1.5s``) in nanoseconds. Raises ConfigError."""
+    pos = 0
+    total = 0.0
+    for m in _DURATION.finditer(text):
+        if m.start() != pos:
+            break
+        total += float(m.group(1)) * _NS[m.group(2)]
+        pos = m.end()
+    if pos != len(text) or not text:
+        raise ConfigError(
+            f"{where}: invalid duration {text!r}; use Go syntax such as 10m or 1h30m", code=ERR_REPLICA_CONFIG
+        )
+    return int(total)
+
+
+def format_duration(ns: int) -> str:
+    """Go ``Duration.String`` for whole seconds and above (``10m0s``, ``24h0m0s``); smaller units as ``Nms``."""
+    if ns % 10**9:
+        return f"{ns / 1_000_000:g}ms"
+    s = ns // 10**9
+    h, rem = divmod(s, 3600)
+    m, sec = divmod(rem, 60)
+    if h:
+        return f"{h}h{m}m{sec}s"
+    if m:
+        return f"{m}m{sec}s"
+    return f"{sec}s"
+
+
+def read_toml_file(path: str | Path) -> dict[str, Any]:
+    """Parse a TOML file; raises ConfigError naming the file and, for syntax errors, the line and column."""
+    p = Path(path)
+    try:
+        text = p.read_text(encoding="utf-8")
+    except OSError as e:
+        raise ConfigError(f"cannot read changefeed config {p}: {e.strerror or e}", code=ERR_REPLICA_CONFIG) from e
+    except UnicodeDecodeError as e:
+        raise ConfigError(f"changefeed config {p} is not UTF-8 text", code=ERR_REPLICA_CONFIG) from e
+    try:
+        return tomllib.loads(text)
+    except tomllib.TOMLDecodeError as e:
+        raise ConfigError(f"{p}: invalid TOML: {e}", code=ERR_REPLICA_CONFIG) from e
+
+
+def merge_documents(base: Mapping[str, Any], overlay: Mapping[str, Any]) -> dict[str, Any]:
+    """``overlay`` on top of ``base``, table by table (how TiCDC decodes an update's TOML onto the old config)."""
+    out = dict(base)
+    for key, value in overlay.items():
+        if isinstance(value, Mapping) and isinstance(out.get(key), Mapping):
+            out[key] = merge_documents(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def _check_type(value: Any, kind: type, where: str) -> Any:
+    ok = isinstance(value, kind) and not (kind is int and isinstance(value, bool))
+    if not ok:
+        raise ConfigError(
+            f"{where}: expected {kind.__name__}, got {type(value).__name__} {value!r}", code=ERR_REPLICA_CONFIG
+        )
+    return value
+
+
+def _check_keys(table: Mapping[str, Any], allowed: frozenset[str], where: str) -> None:
+    for key in table:
+        if key not in allowed:
+            raise ConfigError(
+                f"unknown configuration option {where}{key!r}; allowed: {', '.join(sorted(allowed))}",
+                code=ERR_REPLICA_CONFIG,
+            )
+
+
+def _table(doc: Mapping[str, Any], key: str, where: str) -> Mapping[str, Any]:
+    value = doc.get(key, {})
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{where}{key}: must be a table, got {type(value).__name__}", code=ERR_REPLICA_CONFIG)
+    return value
+
+
+def _freeze(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return MappingProxyType({k: _freeze(v) for k, v in value.items()})
+    if isinstance(value, list | tuple):
+        return tuple(_freeze(v) for v in value)
+    return value
+
+
+def thaw(value: Any) -> Any:
+    """Plain dicts/lists of a frozen mapping (for JSON and TOML writers)."""
+    if isinstance(value, Mapping):
+        return {k: thaw(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [thaw(v) for v in value]
+    return value
+
+
+@dataclass(frozen=True)
+class FilterConfig:
+    rules: tuple[str, ...] = ("*.*",)
+    ignore_txn_start_ts: tuple[int, ...] = ()
+    event_filters: tuple[EventFilterRule, ...] = ()
+
+
+@dataclass(frozen=True)
+class ReplicaConfig:
+    """A changefeed's configuration. Build with :meth:`from_toml`, :meth:`load` or :meth:`from_api`.
+
+    ``sink`` is the ``[sink]`` table as written (kebab-case keys, nested ``csv`` / ``cloud-storage-config``),
+    read-only; the storage sink turns it into its own config. ``sections`` holds the accepted-but-unused
+    TiCDC sections (``consistent``, ``scheduler``, ``integrity``, ``synced-status``) verbatim.
+    """
+
+    memory_quota: int = DEFAULT_MEMORY_QUOTA
+    case_sensitive: bool = False
+    force_replicate: bool = False
+    ignore_ineligible_table: bool = False
+    check_gc_safe_point: bool = True
+    enable_sync_point: bool = False
+    enable_table_monitor: bool = False
+    bdr_mode: bool = False
+    sql_mode: str = ""
+    sync_point_interval_ns: int = _DURATIONS["sync-point-interval"]
+    sync_point_retention_ns: int = _DURATIONS["sync-point-retention"]
+    changefeed_error_stuck_duration_ns: int = _DURATIONS["changefeed-error-stuck-duration"]
+    filter: FilterConfig = field(default_factory=FilterConfig)
+    mounter_worker_num: int = 16
+    sink: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+    sections: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
+
+    # -- construction -------------------------------------------------------------------------------------
+    @classmethod
+    def load(cls, path: str | Path) -> ReplicaConfig:
+        """Read and validate a changefeed TOML file. Raises ConfigError naming the file, line or key."""
+        return cls.from_document(read_toml_file(path), source=str(path))
+
+    @classmethod
+    def from_toml_text(cls, text: str, source: str = "<config>") -> ReplicaConfig:
+        try:
+            doc = tomllib.loads(text)
+        except tomllib.TOMLDecodeError as e:
+            raise ConfigError(f"{source}: invalid TOML: {e}", code=ERR_REPLICA_CONFIG) from e
+        return cls.from_document(doc, source)
+
+    @classmethod
+    def from_document(cls, doc: Mapping[str, Any], source: str) -> ReplicaConfig:
+        """:meth:`from_toml` with errors prefixed by ``source`` (the file name)."""
+        try:
+            return cls.from_toml(doc)
+        except ConfigError as e:
+            raise ConfigError(f"{source}: {e.message}", code=e.code) from e
+
+    @classmethod
+    def from_toml(cls, doc: Mapping[str, Any]) -> ReplicaConfig:
+        """Validate a parsed TOML document (kebab-case keys). Raises ConfigError naming the key."""
+        if not isinstance(doc, Mapping):
+            raise ConfigError("changefeed config must be a table", code=ERR_REPLICA_CONFIG)
+        _check_keys(doc, _TOP_KEYS, "")
+        values: dict[str, Any] = {}
+        for key, (kind, _) in _SCALARS.items():
+            if key in doc:
+                values[key.replace("-", "_")] = _check_type(doc[key], kind, key)
+        if values.get("memory_quota", 1) <= 0:
+            raise ConfigError("memory-quota: must be greater than 0", code=ERR_REPLICA_CONFIG)
+        for key in _DURATIONS:
+            if key in doc:
+                raw = doc[key]
+                ns = raw if isinstance(raw, int) and not isinstance(raw, bool) else None
+                if ns is None:
+                    ns = parse_duration(_check_type(raw, str, key), key)
+                values[key.replace("-", "_") + "_ns"] = ns
+
+        flt = _table(doc, "filter", "")
+        _check_keys(flt, _FILTER_KEYS, "filter.")
+        rules = flt.get("rules", ["*.*"])
+        if not isinstance(rules, list) or not all(isinstance(r, str) for r in rules):
+            raise ConfigError("filter.rules: must be a list of strings", code=ERR_REPLICA_CONFIG)
+        case_sensitive = bool(values.get("case_sensitive", False))
+        TableFilter.parse(rules, case_sensitive=case_sensitive)  # raises CDC:ErrFilterRuleInvalid
+        start_ts = flt.get("ignore-txn-start-ts", [])
+        if not isinstance(start_ts, list) or not all(isinstance(t, int) and not isinstance(t, bool) for t in start_ts):
+            raise ConfigError("filter.ignore-txn-start-ts: must be a list of integers", code=ERR_REPLICA_CONFIG)
+        raw_events = flt.get("event-filters", [])
+        if not isinstance(raw_events, list):
+            raise ConfigError("filter.event-filters: must be an array of tables", code=ERR_REPLICA_CONFIG)
+        events = tuple(EventFilterRule.from_toml(r, f"filter.event-filters[{i}]") for i, r in enumerate(raw_events))
+        values["filter"] = FilterConfig(tuple(rules) or ("*.*",), tuple(start_ts), events)
+
+        mounter = _table(doc, "mounter", "")
+        _check_keys(mounter, _MOUNTER_KEYS, "mounter.")
+        if "worker-num" in mounter:
+            values["mounter_worker_num"] = _check_type(mounter["worker-num"], int, "mounter.worker-num")
+
+        sink = _table(doc, "sink", "")
+        values["sink"] = _freeze(sink)
+        sections: dict[str, Any] = {}
+        for name, allowed in _PASSTHROUGH.items():
+            table = _table(doc, name, "")
+            _check_keys(table, allowed, f"{name}.")
+            if table:
+                sections[name] = table
+        values["sections"] = _freeze(sections)
+        return cls(**values)
+
+    # -- derived objects ----------------------------------------------------------------------------------
+    def table_filter(self) -> TableFilter:
+        return TableFilter.parse(self.filter.rules, case_sensitive=self.case_sensitive)
+
+    def event_filter(self) -> EventFilter:
+        return EventFilter(self.filter.event_filters)
+
+    def with_sink(self, sink: Mapping[str, Any]) -> ReplicaConfig:
+        return _replace(self, sink=_freeze(sink))
+
+    # -- serialisation ------------------------------------------------------------------------------------
+    def to_toml(self) -> dict[str, Any]:
+        """The canonical document (kebab-case keys, every known key present; durations as Go strings)."""
+        doc: dict[str, Any] = {}
+        for key in _SCALARS:
+            doc[key] = getattr(self, key.replace("-", "_"))
+        for key in _DURATIONS:
+            doc[key] = format_duration(getattr(self, key.replace("-", "_") + "_ns"))
+        doc["filter"] = {
+            "rules": list(self.filter.rules),
+            "ignore-txn-start-ts": list(self.filter.ignore_txn_start_ts),
+            "event-filters": [r.to_toml() for r in self.filter.event_filters],
+        }
+        doc["mounter"] = {"worker-num": self.mounter_worker_num}
+        doc["sink"] = thaw(self.sink)
+        doc.update(thaw(self.sections))
+        return doc
+
+    def to_api(self) -> dict[str, Any]:
+        """TiCDC's Open API v2 ``ReplicaConfig`` JSON (snake_case keys, durations in nanoseconds)."""
+        api: dict[str, Any] = {
+            "memory_quota": self.memory_quota,
+            "case_sensitive": self.case_sensitive,
+            "force_replicate": self.force_replicate,
+            "ignore_ineligible_table": self.ignore_ineligible_table,
+            "check_gc_safe_point": self.check_gc_safe_point,
+            "enable_sync_point": self.enable_sync_point,
+            "enable_table_monitor": self.enable_table_monitor,
+            "bdr_mode": self.bdr_mode,
+            "sync_point_interval": self.sync_point_interval_ns,
+            "sync_point_retention": self.sync_point_retention_ns,
+            "filter": {
+                "rules": list(self.filter.rules),
+                "ignore_txn_start_ts": list(self.filter.ignore_txn_start_ts),
+                "event_filters": [
+                    {"matcher": list(r.matcher), "ignore_event": list(r.ignore_event), "ignore_sql": list(r.ignore_sql)}
+                    for r in self.filter.event_filters
+                ],
+            },
+            "mounter": {"worker_num": self.mounter_worker_num},
+            "sink": _keys_to_api(thaw(self.sink)),
+        }
+        for name, table in thaw(self.sections).items():
+            api[name.replace("-", "_")] = _keys_to_api(table)
+        api["changefeed_error_stuck_duration"] = self.changefeed_error_stuck_duration_ns
+        api["sql_mode"] = self.sql_mode
+        return api
+
+    @classmethod
+    def from_api(cls, api: Mapping[str, Any] | None) -> ReplicaConfig:
+        """Inverse of :meth:`to_api`; ``None`` or ``{}`` gives the defaults. Raises ConfigError naming the key."""
+        if not api:
+            return cls()
+        if not isinstance(api, Mapping):
+            raise ConfigError("replica_config must be a JSON object", code=ERR_REPLICA_CONFIG)
+        doc = _keys_from_api(dict(api))
+        # JSON null means "not set" in TiCDC's API
+        doc = {k: v for k, v in doc.items() if v is not None}
+        flt = doc.get("filter")
+        if isinstance(flt, dict):
+            doc["filter"] = {k: v for k, v in flt.items() if v is not None}
+        return cls.from_toml(doc)
+
+
+def _replace(cfg: ReplicaConfig, **changes: Any) -> ReplicaConfig:
+    from dataclasses import replace
+
+    return replace(cfg, **changes)
+
+
+def _keys_to_api(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {_TO_API_RENAMES.get(k, k.replace("-", "_")): _keys_to_api(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_keys_to_api(v) for v in value]
+    return value
+
+
+def _keys_from_api(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {_FROM_API_RENAMES.get(k, k.replace("_", "-")): _keys_from_api(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_keys_from_api(v) for v in value]
+    return value

@@ -1,0 +1,177 @@
+"""The seam between the control plane and the data pipeline: the ``ChangefeedRunner`` protocol.
+
+The server owns changefeed *state* (what should run, persisted in SQLite); a runner owns *execution* (the
+Spark Structured Streaming query of each changefeed). The server calls the runner from one thread at a time
+per changefeed and never calls ``start`` twice without a ``stop`` in between.
+
+Contract (the pipeline's runner must honour it):
+
+``start(info, checkpoint_ts)``
+    Begin replicating ``info`` asynchronously and return quickly (seconds at most). Replicate every transaction
+    with ``checkpoint_ts < commit_ts`` (and ``commit_ts <= info.target_ts`` when ``target_ts`` is non-zero).
+    Called on create (``checkpoint_ts = start_ts``), resume, and server restart (the stored checkpoint).
+    Raise a ``SparkcdcError`` when the changefeed cannot start: the server marks it ``failed`` with that error.
+``stop(namespace, changefeed_id)``
+    Stop the query and wait until it has stopped (nothing is written afterwards). Idempotent; unknown ids
+    are a no-op. Called on pause, remove, failure, finish and server shutdown.
+``status(namespace, changefeed_id) -> RunnerStatus | None``
+    Latest progress, cheap and non-blocking (polled about twice a second). ``checkpoint_ts`` is the value
+    last written to the sink's ``metadata`` (everything with commit-ts <= it is durable); it never goes
+    backwards. ``resolved_ts``: everything <= it has been read from upstream. Set ``error`` when the query
+    died with a non-retryable error (the server then marks the changefeed ``failed``, keeps the error and
+    calls ``stop``); set ``warning`` for a retryable problem the runner is retrying. ``None`` when not running.
+    When ``target_ts`` is set, report ``checkpoint_ts >= target_ts`` once everything up to it is durable:
+    the server then marks the changefeed ``finished`` and calls ``stop``.
+``remove(info)``
+    Called after ``stop`` when a changefeed is removed: delete runner-private state (Spark checkpoint
+    directories under ``RunnerContext.data_dir``). Never touches the sink's data.
+``current_tso() -> int``
+    The upstream's current TSO: the default start-ts, and the bound for "start-ts in the future".
+``oldest_retained_tso() -> int``
+    The smallest start-ts the upstream can still serve (the oldest retained binlog's first event as a TSO);
+    a create with an older start-ts is refused with ``CDC:ErrStartTsBeforeGC``. 0 means "no limit".
+``close()``
+    Server shutdown: stop everything, release sessions.
+
+Runners are picked by name (``cdc server --runner``) from ``RUNNERS``; each factory takes a ``RunnerContext``.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import threading
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Protocol, runtime_checkable
+
+from sparkcdc.errors import ConfigError
+from sparkcdc.server.model import ChangefeedInfo, RunningError
+from sparkcdc.server.upstream import ClockUpstream, Upstream, open_upstream
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class RunnerContext:
+    """Server-wide settings a runner needs. ``upstream_uri`` holds a password: never log it unmasked."""
+
+    data_dir: Path
+    upstream_uri: str | None = None
+    spark_master: str = "local[*]"
+    log_level: str = "info"
+    server_addr: str = ""
+
+    def changefeed_dir(self, namespace: str, changefeed_id: str) -> Path:
+        """Where a runner keeps private state of one changefeed (Spark checkpoints, …)."""
+        return self.data_dir / "changefeeds" / namespace / changefeed_id
+
+    def __repr__(self) -> str:
+        return f"RunnerContext(data_dir={str(self.data_dir)!r}, spark_master={self.spark_master!r})"
+
+
+@dataclass(frozen=True)
+class RunnerStatus:
+    checkpoint_ts: int
+    resolved_ts: int
+    error: RunningError | None = None
+    warning: RunningError | None = None
+
+
+@runtime_checkable
+class ChangefeedRunner(Protocol):
+    def start(self, info: ChangefeedInfo, checkpoint_ts: int) -> None: ...
+
+    def stop(self, namespace: str, changefeed_id: str) -> None: ...
+
+    def status(self, namespace: str, changefeed_id: str) -> RunnerStatus | None: ...
+
+    def remove(self, info: ChangefeedInfo) -> None: ...
+
+    def current_tso(self) -> int: ...
+
+    def oldest_retained_tso(self) -> int: ...
+
+    def close(self) -> None: ...
+
+
+class NoopRunner:
+    """Replicates nothing; the checkpoint follows the upstream's clock (capped at target-ts).
+
+    For control-plane tests and for trying the CLI without Spark: states, persistence, finish at target-ts.
+    """
+
+    def __init__(self, upstream: Upstream | None = None) -> None:
+        self.upstream = upstream or ClockUpstream()
+        self._running: dict[tuple[str, str], tuple[ChangefeedInfo, int]] = {}
+        self._lock = threading.Lock()
+
+    def start(self, info: ChangefeedInfo, checkpoint_ts: int) -> None:
+        with self._lock:
+            self._running[(info.namespace, info.id)] = (info, checkpoint_ts)
+
+    def stop(self, namespace: str, changefeed_id: str) -> None:
+        with self._lock:
+            self._running.pop((namespace, changefeed_id), None)
+
+    def status(self, namespace: str, changefeed_id: str) -> RunnerStatus | None:
+        with self._lock:
+            entry = self._running.get((namespace, changefeed_id))
+        if entry is None:
+            return None
+        info, start = entry
+        now = self.upstream.current_tso()
+        ts = max(start, now if not info.target_ts else min(now, info.target_ts))
+        return RunnerStatus(checkpoint_ts=ts, resolved_ts=ts)
+
+    def remove(self, info: ChangefeedInfo) -> None:
+        return None
+
+    def current_tso(self) -> int:
+        return self.upstream.current_tso()
+
+    def oldest_retained_tso(self) -> int:
+        return self.upstream.oldest_retained_tso()
+
+    def close(self) -> None:
+        with self._lock:
+            self._running.clear()
+
+
+def _noop(ctx: RunnerContext) -> ChangefeedRunner:
+    return NoopRunner(open_upstream(ctx.upstream_uri))
+
+
+def _spark(ctx: RunnerContext) -> ChangefeedRunner:
+    try:
+        module = importlib.import_module("sparkcdc.pipeline.runner")
+    except ImportError as e:
+        raise ConfigError(
+            f"the Spark pipeline is not available ({e}); start the server with --runner noop to manage "
+            "changefeeds without replicating"
+        ) from e
+    factory: Callable[[RunnerContext], ChangefeedRunner] = module.create_runner
+    return factory(ctx)
+
+
+# name -> factory; the pipeline provides sparkcdc.pipeline.runner.create_runner(ctx) -> ChangefeedRunner
+RUNNERS: dict[str, Callable[[RunnerContext], ChangefeedRunner]] = {"spark": _spark, "noop": _noop}
+
+
+def create_runner(name: str, ctx: RunnerContext) -> ChangefeedRunner:
+    """Build the named runner. Raises ConfigError for an unknown name or a runner that cannot start."""
+    factory = RUNNERS.get(name)
+    if factory is None:
+        raise ConfigError(f"unknown runner {name!r}; use one of: {', '.join(sorted(RUNNERS))}")
+    return factory(ctx)
+
+
+__all__ = [
+    "RUNNERS",
+    "ChangefeedRunner",
+    "NoopRunner",
+    "RunnerContext",
+    "RunnerStatus",
+    "create_runner",
+]

@@ -1,0 +1,55 @@
+"""A scriptable ChangefeedRunner for state-machine and API tests."""
+
+from __future__ import annotations
+
+from sparkcdc.errors import SparkcdcError
+from sparkcdc.model import tso
+from sparkcdc.server.model import ChangefeedInfo, RunningError
+from sparkcdc.server.runner import RunnerStatus
+
+NOW = tso.compose(1_700_000_000_000)
+OLDEST = tso.compose(1_600_000_000_000)
+SINK = "file:///tmp/sparkcdc-unit-sink?protocol=canal-json"
+
+
+class FakeRunner:
+    def __init__(self) -> None:
+        self.now = NOW
+        self.oldest = OLDEST
+        self.running: dict[str, int] = {}
+        self.progress: dict[str, RunnerStatus] = {}
+        self.calls: list[tuple[str, str]] = []
+        self.fail_start: SparkcdcError | None = None
+        self.removed: list[str] = []
+        self.closed = False
+
+    def start(self, info: ChangefeedInfo, checkpoint_ts: int) -> None:
+        self.calls.append(("start", info.id))
+        if self.fail_start is not None:
+            raise self.fail_start
+        assert info.id not in self.running, "started twice without stop"
+        self.running[info.id] = checkpoint_ts
+
+    def stop(self, namespace: str, changefeed_id: str) -> None:
+        self.calls.append(("stop", changefeed_id))
+        self.running.pop(changefeed_id, None)
+
+    def status(self, namespace: str, changefeed_id: str) -> RunnerStatus | None:
+        if changefeed_id not in self.running:
+            return None
+        return self.progress.get(changefeed_id)
+
+    def remove(self, info: ChangefeedInfo) -> None:
+        self.removed.append(info.id)
+
+    def current_tso(self) -> int:
+        return self.now
+
+    def oldest_retained_tso(self) -> int:
+        return self.oldest
+
+    def close(self) -> None:
+        self.closed = True
+
+    def report(self, changefeed_id: str, checkpoint: int, error: RunningError | None = None) -> None:
+        self.progress[changefeed_id] = RunnerStatus(checkpoint, checkpoint, error=error)

@@ -1,0 +1,155 @@
+"""Open API v2 paths, JSON shapes and TiCDC-like error bodies (in-process, scripted runner)."""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+from fastapi import FastAPI
+
+from sparkcdc.server.api import create_app
+from sparkcdc.server.changefeed import ChangefeedManager
+from sparkcdc.server.store import MetaStore
+from tests.unit.server.fakes import NOW, FakeRunner
+
+SECRET_SINK = "s3://bucket/prefix?protocol=canal-json&access-key=AKIA&secret-access-key=TOPSECRET"
+
+
+class ASGIClient:
+    """Synchronous calls into the ASGI app (starlette's ASGIClient warns about httpx)."""
+
+    def __init__(self, app: FastAPI) -> None:
+        self.app = app
+
+    def request(self, method: str, path: str, json: Any = None, params: Any = None) -> httpx.Response:
+        async def go() -> httpx.Response:
+            transport = httpx.ASGITransport(app=self.app)
+            async with httpx.AsyncClient(transport=transport, base_url="http://test") as c:
+                return await c.request(method, path, json=json, params=params)
+
+        return asyncio.run(go())
+
+    def get(self, path: str, params: Any = None) -> httpx.Response:
+        return self.request("GET", path, params=params)
+
+    def post(self, path: str, json: Any = None) -> httpx.Response:
+        return self.request("POST", path, json=json)
+
+    def put(self, path: str, json: Any = None) -> httpx.Response:
+        return self.request("PUT", path, json=json)
+
+    def delete(self, path: str) -> httpx.Response:
+        return self.request("DELETE", path)
+
+
+@pytest.fixture
+def client(tmp_path: Path) -> Iterator[ASGIClient]:
+    mgr = ChangefeedManager(MetaStore(tmp_path), FakeRunner())
+    mgr.start(poll=False)
+    yield ASGIClient(create_app(mgr, capture_id="cap-1"))
+    mgr.close()
+
+
+def test_health_status_tso(client: ASGIClient) -> None:
+    assert client.get("/api/v2/health").json() == {}
+    st = client.get("/api/v2/status").json()
+    assert list(st) == ["version", "git_hash", "id", "cluster_id", "pid", "is_owner", "liveness"]
+    assert st["id"] == "cap-1" and st["is_owner"] is True
+    t = client.post("/api/v2/tso").json()
+    assert (t["timestamp"] << 18) | t["logic_time"] == NOW
+
+
+def test_create_get_list_status_with_masking(client: ASGIClient) -> None:
+    body = {
+        "changefeed_id": "cf1",
+        "sink_uri": SECRET_SINK,
+        "start_ts": NOW - 5,
+        "replica_config": {"case_sensitive": True},
+    }
+    r = client.post("/api/v2/changefeeds", json=body)
+    assert r.status_code == 200, r.text
+    info = r.json()
+    assert list(info)[:6] == ["namespace", "id", "sink_uri", "create_time", "start_ts", "config"]
+    assert info["sink_uri"] == "s3://bucket/prefix?protocol=canal-json&access-key=xxxxx&secret-access-key=xxxxx"
+    assert info["config"]["case_sensitive"] is True
+    assert info["config"]["sink"]["protocol"] == "canal-json"
+    assert info["state"] == "normal" and info["checkpoint_ts"] == NOW - 5 and "target_ts" not in info
+    for path in ("/api/v2/changefeeds", "/api/v2/changefeeds/cf1", "/api/v2/changefeeds/cf1/status"):
+        text = client.get(path).text
+        assert "TOPSECRET" not in text and "AKIA" not in text
+    lst = client.get("/api/v2/changefeeds").json()
+    assert lst["total"] == 1
+    assert list(lst["items"][0]) == [
+        "upstream_id",
+        "namespace",
+        "id",
+        "state",
+        "checkpoint_tso",
+        "checkpoint_time",
+        "error",
+    ]
+    st = client.get("/api/v2/changefeeds/cf1/status").json()
+    assert st == {"state": "normal", "resolved_ts": NOW - 5, "checkpoint_ts": NOW - 5}
+
+
+def test_pause_resume_update_delete(client: ASGIClient) -> None:
+    client.post("/api/v2/changefeeds", json={"changefeed_id": "cf1", "sink_uri": "file:///tmp/s?protocol=csv"})
+    assert client.post("/api/v2/changefeeds/cf1/pause").json() == {}
+    assert client.get("/api/v2/changefeeds/cf1").json()["state"] == "stopped"
+    assert client.get("/api/v2/changefeeds", params={"state": "normal"}).json()["total"] == 0
+    r = client.put("/api/v2/changefeeds/cf1", json={"target_ts": NOW + 100})
+    assert r.status_code == 200 and r.json()["target_ts"] == NOW + 100
+    assert client.post("/api/v2/changefeeds/cf1/resume", json={}).json() == {}
+    assert client.get("/api/v2/changefeeds/cf1").json()["state"] == "normal"
+    r = client.put("/api/v2/changefeeds/cf1", json={"target_ts": NOW + 200})
+    assert r.status_code == 400 and r.json()["error_code"] == "CDC:ErrChangefeedUpdateRefused"
+    assert client.delete("/api/v2/changefeeds/cf1").json() == {}
+    assert client.delete("/api/v2/changefeeds/cf1").json() == {}  # idempotent, as TiCDC
+    assert client.get("/api/v2/changefeeds").json() == {"total": 0, "items": []}
+
+
+@pytest.mark.parametrize(
+    ("method", "path", "body", "code"),
+    [
+        ("GET", "/api/v2/changefeeds/nope", None, "CDC:ErrChangeFeedNotExists"),
+        ("POST", "/api/v2/changefeeds/nope/pause", None, "CDC:ErrChangeFeedNotExists"),
+        ("GET", "/api/v2/changefeeds/bad_id", None, "CDC:ErrAPIInvalidParam"),
+        (
+            "POST",
+            "/api/v2/changefeeds",
+            {"changefeed_id": "a_b", "sink_uri": "file:///x?protocol=csv"},
+            "CDC:ErrAPIInvalidParam",
+        ),
+        ("POST", "/api/v2/changefeeds", {"sink_uri": "file:///x"}, "CDC:ErrInvalidConfig"),  # no protocol
+        ("POST", "/api/v2/changefeeds", {"sink_uri": "ftp://h/x?protocol=csv"}, "CDC:ErrSinkURIInvalid"),
+        ("POST", "/api/v2/changefeeds", {"start_ts": -1}, "CDC:ErrAPIInvalidParam"),
+        ("POST", "/api/v2/changefeeds", {"start_ts": "abc"}, "CDC:ErrAPIInvalidParam"),
+        (
+            "POST",
+            "/api/v2/changefeeds",
+            {"sink_uri": "file:///x?protocol=csv", "replica_config": {"nope": 1}},
+            "CDC:ErrInvalidReplicaConfig",
+        ),
+        ("GET", "/api/v2/changefeeds?state=sleeping", None, "CDC:ErrAPIInvalidParam"),
+        ("GET", "/api/v2/nowhere", None, "CDC:ErrAPIInvalidParam"),
+    ],
+)
+def test_errors(client: ASGIClient, method: str, path: str, body: object, code: str) -> None:
+    r = client.request(method, path, json=body)
+    assert r.status_code in (400, 404, 405)
+    err = r.json()
+    assert list(err) == ["error_msg", "error_code"]
+    assert err["error_code"] == code
+    assert err["error_msg"].startswith(f"[{code}]")
+    assert "\n" not in err["error_msg"]
+    assert client.get("/api/v2/changefeeds").json()["total"] == 0
+
+
+def test_secret_not_in_error(client: ASGIClient) -> None:
+    r = client.post("/api/v2/changefeeds", json={"sink_uri": "s3://b/p?protocol=nope&secret-access-key=TOPSECRET"})
+    assert r.status_code == 400
+    assert "TOPSECRET" not in r.text

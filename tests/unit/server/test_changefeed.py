@@ -1,0 +1,251 @@
+"""The changefeed state machine over a real SQLite store and a scripted runner."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from sparkcdc.errors import ConfigError, UpstreamError
+from sparkcdc.server.changefeed import ChangefeedManager, CreateRequest, states_needed
+from sparkcdc.server.config import ReplicaConfig
+from sparkcdc.server.model import FeedState, RunningError
+from sparkcdc.server.store import MetaStore
+from tests.unit.server.fakes import NOW, OLDEST, SINK, FakeRunner
+
+
+@pytest.fixture
+def runner() -> FakeRunner:
+    return FakeRunner()
+
+
+@pytest.fixture
+def mgr(tmp_path: Path, runner: FakeRunner) -> ChangefeedManager:
+    m = ChangefeedManager(MetaStore(tmp_path), runner, addr="127.0.0.1:1")
+    m.start(poll=False)
+    return m
+
+
+def create(mgr: ChangefeedManager, cf: str = "cf1", **kw: object) -> None:
+    mgr.create(CreateRequest(changefeed_id=cf, sink_uri=str(kw.pop("sink_uri", SINK)), **kw))  # type: ignore[arg-type]
+
+
+def test_create_defaults_and_starts(mgr: ChangefeedManager, runner: FakeRunner) -> None:
+    info, status = mgr.create(CreateRequest(changefeed_id="cf1", sink_uri=SINK))
+    assert info.state == FeedState.NORMAL
+    assert info.start_ts == NOW and status.checkpoint_ts == NOW
+    assert info.config.sink["protocol"] == "canal-json"  # taken from the URI
+    assert runner.running == {"cf1": NOW}
+
+
+def test_create_generates_uuid(mgr: ChangefeedManager) -> None:
+    info, _ = mgr.create(CreateRequest(sink_uri=SINK))
+    assert len(info.id) == 36 and info.id.count("-") == 4
+
+
+@pytest.mark.parametrize(
+    ("kw", "code", "fragment"),
+    [
+        ({"changefeed_id": "bad_id"}, "CDC:ErrAPIInvalidParam", "invalid changefeed_id: bad_id"),
+        ({"changefeed_id": "-a"}, "CDC:ErrAPIInvalidParam", "invalid changefeed_id"),
+        ({"changefeed_id": "a" * 129}, "CDC:ErrAPIInvalidParam", "invalid changefeed_id"),
+        ({"sink_uri": ""}, "CDC:ErrSinkURIInvalid", "sink_uri is empty"),
+        ({"sink_uri": "ftp://h/p?protocol=csv"}, "CDC:ErrSinkURIInvalid", "ftp"),
+        ({"sink_uri": "file:///tmp/x"}, None, "protocol"),
+        ({"start_ts": NOW + 1}, "CDC:ErrAPIInvalidParam", "larger than current tso"),
+        ({"start_ts": OLDEST - 1}, "CDC:ErrStartTsBeforeGC", "earlier than the oldest binlog"),
+        ({"start_ts": NOW - 10, "target_ts": NOW - 10}, "CDC:ErrTargetTsBeforeStartTs", "target-ts"),
+        ({"namespace": "bad ns"}, "CDC:ErrAPIInvalidParam", "invalid namespace"),
+    ],
+)
+def test_create_rejects_and_changes_nothing(
+    mgr: ChangefeedManager, runner: FakeRunner, kw: dict[str, object], code: str | None, fragment: str
+) -> None:
+    args: dict[str, object] = {"changefeed_id": "ok", "sink_uri": SINK, **kw}
+    with pytest.raises(ConfigError) as e:
+        mgr.create(CreateRequest(**args))  # type: ignore[arg-type]
+    assert fragment in e.value.message
+    if code:
+        assert e.value.code == code
+    assert mgr.list(None) == []
+    assert runner.calls == []
+
+
+def test_duplicate_id(mgr: ChangefeedManager, runner: FakeRunner) -> None:
+    create(mgr)
+    with pytest.raises(ConfigError) as e:
+        create(mgr, sink_uri="file:///other?protocol=csv")
+    assert e.value.code == "CDC:ErrChangeFeedAlreadyExists"
+    info, _ = mgr.get("default", "cf1")
+    assert info.sink_uri == SINK
+    assert runner.calls == [("start", "cf1")]
+
+
+def test_bad_sink_config_is_rejected(mgr: ChangefeedManager) -> None:
+    cfg = ReplicaConfig.from_toml({"sink": {"date-separator": "week"}})
+    with pytest.raises(ConfigError, match="date-separator"):
+        mgr.create(CreateRequest(changefeed_id="cf1", sink_uri=SINK, config=cfg))
+    assert mgr.list() == []
+
+
+def test_upstream_unreachable_is_reported(mgr: ChangefeedManager, runner: FakeRunner) -> None:
+    def boom() -> int:
+        raise UpstreamError("cannot connect to upstream 127.0.0.1:1", retryable=True)
+
+    runner.current_tso = boom  # type: ignore[method-assign]
+    with pytest.raises(UpstreamError):
+        create(mgr)
+    assert mgr.list() == []
+
+
+def test_pause_resume(mgr: ChangefeedManager, runner: FakeRunner) -> None:
+    create(mgr)
+    mgr.pause("default", "cf1")
+    assert mgr.get("default", "cf1")[0].state == FeedState.STOPPED
+    assert "cf1" not in runner.running
+    mgr.pause("default", "cf1")  # pausing a stopped changefeed is ignored, as in TiCDC
+    assert mgr.get("default", "cf1")[0].state == FeedState.STOPPED
+    mgr.resume("default", "cf1")
+    assert mgr.get("default", "cf1")[0].state == FeedState.NORMAL
+    assert runner.running == {"cf1": NOW}
+    mgr.resume("default", "cf1")  # resuming a running changefeed is ignored
+    assert runner.calls.count(("start", "cf1")) == 2
+
+
+def test_progress_is_monotonic(mgr: ChangefeedManager, runner: FakeRunner) -> None:
+    create(mgr, start_ts=NOW - 1000)
+    runner.report("cf1", NOW - 500)
+    mgr.poll_once()
+    assert mgr.get("default", "cf1")[1].checkpoint_ts == NOW - 500
+    runner.report("cf1", NOW - 900)  # a runner going backwards never moves the stored checkpoint back
+    mgr.poll_once()
+    assert mgr.get("default", "cf1")[1].checkpoint_ts == NOW - 500
+
+
+def test_error_moves_to_failed_and_keeps_error(mgr: ChangefeedManager, runner: FakeRunner) -> None:
+    create(mgr, start_ts=NOW - 1000)
+    runner.report("cf1", NOW - 500, error=RunningError("CDC:ErrExternalStorageAPI", "s3 said no"))
+    mgr.poll_once()
+    info, status = mgr.get("default", "cf1")
+    assert info.state == FeedState.FAILED
+    assert info.error is not None and info.error.message == "s3 said no"
+    assert status.checkpoint_ts == NOW - 1000
+    assert "cf1" not in runner.running
+    mgr.pause("default", "cf1")  # failed cannot be paused (ignored)
+    assert mgr.get("default", "cf1")[0].state == FeedState.FAILED
+    mgr.resume("default", "cf1")
+    info, _ = mgr.get("default", "cf1")
+    assert info.state == FeedState.NORMAL and info.error is None
+    assert runner.running["cf1"] == NOW - 1000
+
+
+def test_start_failure_marks_failed(mgr: ChangefeedManager, runner: FakeRunner) -> None:
+    runner.fail_start = UpstreamError("binlog purged")
+    create(mgr)
+    info, _ = mgr.get("default", "cf1")
+    assert info.state == FeedState.FAILED
+    assert info.error is not None and info.error.code == "CDC:ErrUpstream" and info.error.addr == "127.0.0.1:1"
+
+
+def test_target_ts_finishes(mgr: ChangefeedManager, runner: FakeRunner) -> None:
+    create(mgr, start_ts=NOW - 1000, target_ts=NOW - 100)
+    runner.report("cf1", NOW - 200)
+    mgr.poll_once()
+    assert mgr.get("default", "cf1")[0].state == FeedState.NORMAL
+    runner.report("cf1", NOW)
+    mgr.poll_once()
+    info, status = mgr.get("default", "cf1")
+    assert info.state == FeedState.FINISHED
+    assert status.checkpoint_ts == NOW - 100
+    assert "cf1" not in runner.running
+    assert [s for s in states_needed("") or () if s == FeedState.FINISHED] == []
+
+
+def test_update_only_when_stopped(mgr: ChangefeedManager) -> None:
+    create(mgr, start_ts=NOW - 1000)
+    with pytest.raises(ConfigError) as e:
+        mgr.update("default", "cf1", target_ts=NOW)
+    assert e.value.code == "CDC:ErrChangefeedUpdateRefused"
+    mgr.pause("default", "cf1")
+    with pytest.raises(ConfigError, match="must be larger than start-ts"):
+        mgr.update("default", "cf1", target_ts=NOW - 1000)
+    cfg = ReplicaConfig.from_toml({"filter": {"rules": ["app.*"]}})
+    info, _ = mgr.update("default", "cf1", target_ts=NOW, sink_uri="file:///tmp/new?protocol=csv", config=cfg)
+    assert info.target_ts == NOW and info.config.filter.rules == ("app.*",)
+    assert info.config.sink["protocol"] == "csv"
+    assert mgr.get("default", "cf1")[0].sink_uri == "file:///tmp/new?protocol=csv"
+    with pytest.raises(ConfigError):
+        mgr.update("default", "cf1", sink_uri="ftp://x/y")
+    assert mgr.get("default", "cf1")[0].sink_uri == "file:///tmp/new?protocol=csv"
+
+
+def test_resume_overwrite_checkpoint(mgr: ChangefeedManager, runner: FakeRunner) -> None:
+    create(mgr, start_ts=NOW - 1000)
+    mgr.pause("default", "cf1")
+    with pytest.raises(ConfigError, match="smaller than current TSO"):
+        mgr.resume("default", "cf1", NOW + 1)
+    with pytest.raises(ConfigError) as e:
+        mgr.resume("default", "cf1", OLDEST - 1)
+    assert e.value.code == "CDC:ErrStartTsBeforeGC"
+    assert mgr.get("default", "cf1")[0].state == FeedState.STOPPED
+    mgr.resume("default", "cf1", NOW - 10)
+    assert mgr.get("default", "cf1")[1].checkpoint_ts == NOW - 10
+    assert runner.running["cf1"] == NOW - 10
+
+
+def test_remove(mgr: ChangefeedManager, runner: FakeRunner) -> None:
+    create(mgr)
+    assert mgr.remove("default", "cf1") is True
+    assert runner.removed == ["cf1"] and "cf1" not in runner.running
+    with pytest.raises(ConfigError) as e:
+        mgr.get("default", "cf1")
+    assert e.value.code == "CDC:ErrChangeFeedNotExists"
+    assert mgr.remove("default", "cf1") is False
+
+
+def test_unknown_changefeed(mgr: ChangefeedManager) -> None:
+    for op in (mgr.pause, mgr.resume, mgr.get):
+        with pytest.raises(ConfigError) as e:
+            op("default", "nope")
+        assert e.value.code == "CDC:ErrChangeFeedNotExists"
+
+
+def test_restart_resumes_only_running(tmp_path: Path) -> None:
+    r1 = FakeRunner()
+    m1 = ChangefeedManager(MetaStore(tmp_path), r1)
+    m1.start(poll=False)
+    for cf in ("run", "paused", "broken"):
+        create(m1, cf, start_ts=NOW - 1000)
+    m1.pause("default", "paused")
+    r1.report("broken", NOW - 900, error=RunningError("CDC:ErrX", "x"))
+    r1.report("run", NOW - 800)
+    m1.poll_once()
+    # no close(): the process "dies"; a new manager over the same data dir takes over
+    r2 = FakeRunner()
+    m2 = ChangefeedManager(MetaStore(tmp_path), r2)
+    m2.start(poll=False)
+    assert r2.running == {"run": NOW - 800}
+    states = {i.id: i.state for i, _ in m2.list()}
+    assert states == {"run": FeedState.NORMAL, "paused": FeedState.STOPPED, "broken": FeedState.FAILED}
+    m2.close()
+    assert r2.closed
+
+
+def test_poller_thread_applies_status(tmp_path: Path) -> None:
+    from sparkcdc.server.runner import NoopRunner
+
+    runner = NoopRunner()
+    m = ChangefeedManager(MetaStore(tmp_path), runner, poll_interval=0.01)
+    start = runner.current_tso()
+    m.start()
+    try:
+        m.create(CreateRequest(changefeed_id="cf1", sink_uri=SINK, start_ts=start - 1000, target_ts=start - 10))
+        import time
+
+        deadline = time.monotonic() + 5
+        while m.get("default", "cf1")[0].state != FeedState.FINISHED and time.monotonic() < deadline:
+            time.sleep(0.01)
+        info, status = m.get("default", "cf1")
+        assert info.state == FeedState.FINISHED and status.checkpoint_ts == start - 10
+    finally:
+        m.close()
