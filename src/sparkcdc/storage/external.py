@@ -288,7 +288,6 @@ def _build_filesystem(uri: SinkURI) -> Any:
             client_kwargs=client_kwargs,
             config_kwargs={"s3": {"addressing_style": "path" if path_style else "auto"}},
             s3_additional_kwargs=extra or None,
-            skip_instance_cache=True,
             use_listings_cache=False,
         )
     if uri.scheme == "gcs":
@@ -302,7 +301,6 @@ def _build_filesystem(uri: SinkURI) -> Any:
             endpoint_url=p.get("endpoint") or None,
             # the project only matters for listing or creating buckets, which the sink never does
             project=p.get("project") or os.environ.get("GOOGLE_CLOUD_PROJECT") or "default",
-            skip_instance_cache=True,
             use_listings_cache=False,
         )
     if uri.scheme == "azure":
@@ -318,11 +316,11 @@ def _build_filesystem(uri: SinkURI) -> Any:
                 conn += f"AccountKey={p['account-key']};"
             if p.get("sas-token"):
                 conn += f"SharedAccessSignature={p['sas-token'].lstrip('?')};"
-            return adlfs.AzureBlobFileSystem(connection_string=conn, skip_instance_cache=True)
+            return adlfs.AzureBlobFileSystem(connection_string=conn, use_listings_cache=False)
         return adlfs.AzureBlobFileSystem(
             account_name=account or None,
             account_key=p.get("account-key") or None,
             sas_token=p.get("sas-token") or None,
-            skip_instance_cache=True,
+            use_listings_cache=False,
         )
     raise StorageError(f"scheme {uri.scheme!r} has no filesystem")
