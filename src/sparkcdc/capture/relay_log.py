@@ -443,3 +443,34 @@ class RelayLogWriter:
         except OSError:
             pass
         self.db.close()
+
+
+def rewind(data_dir: str | os.PathLike[str], ts: int) -> Progress:
+    """Forget everything after commit-ts ``ts`` (which must be a transaction in the relay log or its
+    bootstrap point): index rows, schema history and segment bytes. The next puller run re-pulls from the
+    binlog position recorded with that transaction and, by the TSO rule, reproduces the same commit-ts.
+    Used for recovery drills and to prove restart identity. Raises StorageError when ``ts`` is unknown."""
+    relay_dir = Path(data_dir) / "relay"
+    db = connect_index(relay_dir)
+    try:
+        row = db.execute(
+            "SELECT segment, offset + length, binlog_file, binlog_pos, gtid_state FROM txn WHERE commit_ts = ?", (ts,)
+        ).fetchone()
+        if row is None:
+            raise StorageError(f"{relay_dir}: no transaction with commit-ts {ts} to rewind to")
+        segment, end, file, pos, gtid_state = row
+        db.execute("BEGIN IMMEDIATE")
+        db.execute("DELETE FROM txn WHERE commit_ts > ?", (ts,))
+        for table, col in (("schema_version", "ts"), ("ddl_event", "commit_ts"), ("schema_meta", "ts")):
+            if db.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (table,)).fetchone():
+                db.execute(f"DELETE FROM {table} WHERE {col} > ?", (ts,))
+        db.execute("INSERT OR REPLACE INTO progress VALUES (1, ?, ?, ?, ?, ?)", (ts, ts, file, pos, gtid_state))
+        db.execute("COMMIT")
+    finally:
+        db.close()
+    for p in relay_dir.glob("*.seg"):
+        if p.stem.isdigit() and int(p.stem) > segment:
+            p.unlink()
+    with open(relay_dir / segment_name(segment), "r+b") as f:
+        f.truncate(end)
+    return Progress(ts, ts, file, pos, gtid_state)
