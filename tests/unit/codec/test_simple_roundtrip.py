@@ -194,3 +194,12 @@ def test_lone_surrogate_becomes_replacement_character() -> None:
         assert isinstance(got, RowChange)
         assert got.after is not None
         assert got.after[1].startswith("a\ufffd") and got.after[1].endswith("b")
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.floats(width=32))
+def test_float32_fast_path_matches_go_formatting(value: float) -> None:
+    from sparkcdc.codec.gofmt import go_float_f
+    from sparkcdc.codec.simple.values import float32_text
+
+    assert float32_text(value) == go_float_f(value, 32)

@@ -42,6 +42,7 @@ from .message import (
     MESSAGE_MEMBERS,
     PROTOCOL_VERSION,
     UINT32_MAX,
+    UINT64_MAX,
     WATERMARK,
     Checksum,
     SimpleMessage,
@@ -312,24 +313,35 @@ def _ddl_event(msg: SimpleMessage) -> DDLEvent:
 # --- JSON ---------------------------------------------------------------------------------------------
 
 
+_MEMBER_SET: Final = frozenset(MESSAGE_MEMBERS)
+_MESSAGE_TYPES: Final = frozenset((*DML_TYPES, *DDL_TYPES, WATERMARK, BOOTSTRAP))
+_INT63_MAX: Final = (1 << 63) - 1
+
+
 def parse_json(value: bytes) -> SimpleMessage:
-    """Parse one JSON simple message; raises DecodeError naming the bad member."""
+    """Parse one JSON simple message; raises DecodeError naming the bad member.
+
+    The common case is checked inline (``type(v) is int``); the helpers of ``message`` produce the errors.
+    """
     try:
-        raw = orjson.loads(value)
+        obj = orjson.loads(value)
     except orjson.JSONDecodeError as e:
         raise DecodeError(f"simple: message is not valid JSON: {e}") from e
-    obj = as_object(raw, "message")
-    check_members(obj, MESSAGE_MEMBERS, "")
-    version = as_int(member(obj, "version", ""), "version")
-    if version != PROTOCOL_VERSION:
+    if type(obj) is not dict:
+        as_object(obj, "message")
+    if not obj.keys() <= _MEMBER_SET:
+        check_members(obj, MESSAGE_MEMBERS, "")
+    get = obj.get
+    version = get("version")
+    if type(version) is not int or version != PROTOCOL_VERSION:
+        version = as_int(member(obj, "version", ""), "version")
         raise DecodeError(f"simple: unsupported protocol version {version}; expected {PROTOCOL_VERSION}")
-    msg_type = as_str(member(obj, "type", ""), "type")
-    if msg_type not in DML_TYPES and msg_type not in DDL_TYPES and msg_type not in (WATERMARK, BOOTSTRAP):
+    msg_type = get("type")
+    if type(msg_type) is not str or msg_type not in _MESSAGE_TYPES:
+        msg_type = as_str(member(obj, "type", ""), "type")
         raise DecodeError(f"simple: unknown message type {msg_type!r}")
-    commit_ts = as_int(member(obj, "commitTs", ""), "commitTs", lo=0)
-    build_ts = as_int(member(obj, "buildTs", ""), "buildTs", hi=(1 << 63) - 1)
     checksum = None
-    if obj.get("checksum") is not None:
+    if get("checksum") is not None:
         c = as_object(obj["checksum"], "checksum")
         check_members(c, CHECKSUM_MEMBERS, "checksum")
         checksum = Checksum(
@@ -338,31 +350,44 @@ def parse_json(value: bytes) -> SimpleMessage:
             current=as_int(member(c, "current", "checksum"), "checksum.current", lo=0, hi=UINT32_MAX),
             previous=as_int(member(c, "previous", "checksum"), "checksum.previous", lo=0, hi=UINT32_MAX),
         )
-    raw_schema = obj.get("tableSchema")
-    raw_pre = obj.get("preTableSchema")
-    data = obj.get("data")
-    old = obj.get("old")
+    raw_schema = get("tableSchema")
+    raw_pre = get("preTableSchema")
+    data = get("data")
+    old = get("old")
+    handle_key_only = get("handleKeyOnly", False)
     return SimpleMessage(
         type=msg_type,
-        commit_ts=commit_ts,
-        build_ts=build_ts,
-        database=_opt_str(obj, "database"),
-        table=_opt_str(obj, "table"),
-        table_id=as_int(obj.get("tableID", 0), "tableID", hi=(1 << 63) - 1),
-        sql=_opt_str(obj, "sql"),
-        schema_version=as_int(obj.get("schemaVersion", 0), "schemaVersion", lo=0),
-        claim_check_location=_opt_str(obj, "claimCheckLocation"),
-        handle_key_only=as_bool(obj.get("handleKeyOnly", False), "handleKeyOnly"),
+        commit_ts=_int(obj, "commitTs", UINT64_MAX, None),
+        build_ts=_int(obj, "buildTs", _INT63_MAX, None),
+        database=_str(obj, "database"),
+        table=_str(obj, "table"),
+        table_id=_int(obj, "tableID", _INT63_MAX, 0),
+        sql=_str(obj, "sql"),
+        schema_version=_int(obj, "schemaVersion", UINT64_MAX, 0),
+        claim_check_location=_str(obj, "claimCheckLocation"),
+        handle_key_only=handle_key_only if type(handle_key_only) is bool else as_bool(handle_key_only, "handleKeyOnly"),
         checksum=checksum,
-        data=None if data is None else as_object(data, "data"),
-        old=None if old is None else as_object(old, "old"),
+        data=data if data is None or type(data) is dict else as_object(data, "data"),
+        old=old if old is None or type(old) is dict else as_object(old, "old"),
         table_schema=None if raw_schema is None else table_schema.from_json(raw_schema, "tableSchema"),
         pre_table_schema=None if raw_pre is None else table_schema.from_json(raw_pre, "preTableSchema"),
     )
 
 
-def _opt_str(obj: Mapping[str, Any], key: str) -> str:
+def _int(obj: dict[str, Any], key: str, hi: int, default: int | None) -> int:
+    """A non-negative integer member (``default`` None: required)."""
+    value = obj.get(key, default)
+    if type(value) is int and 0 <= value <= hi:
+        return value
+    if value is None and default is not None:  # Go leaves a field at zero for JSON null
+        return default
+    return as_int(member(obj, key, ""), key, lo=0, hi=hi)
+
+
+def _str(obj: dict[str, Any], key: str) -> str:
     value = obj.get(key)
+    if type(value) is str:
+        return value
     return "" if value is None else as_str(value, key)
 
 

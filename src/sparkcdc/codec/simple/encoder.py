@@ -202,8 +202,9 @@ class SimpleEncoder:
                 "claimCheckLocation": claim_check_location or None,
                 "handleKeyOnly": True if handle_key_only else None,
                 "checksum": None if checksum is None else avro_schema.checksum_record(checksum),
-                "data": data,
-                "old": old,
+                # explicit union branches: fastavro otherwise validates the whole map to pick one
+                "data": None if data is None else ("map", data),
+                "old": None if old is None else ("map", old),
             }
             return avro_schema.write(avro_schema.dml(body))
         msg: dict[str, Any] = {"version": PROTOCOL_VERSION}
