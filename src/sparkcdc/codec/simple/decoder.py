@@ -14,7 +14,9 @@ never resolvable (DecodeError naming table and version) when:
   least that often, and bootstraps reach every partition before later watermarks.
 
 Release order: rows resolved by a DDL that committed before it come first, then the DDL, then the rest;
-rows resolved by a BOOTSTRAP follow the bootstrap event.
+rows resolved by a BOOTSTRAP follow the bootstrap event. While any row is held, WATERMARK events are held
+back too (only the latest is kept) and follow the released rows, so a resolved ts never overtakes a row it
+covers. DDLs of other tables are not held back.
 """
 
 from __future__ import annotations
@@ -105,6 +107,7 @@ class SimpleDecoder:
         self._memo: dict[Key, DecodePlan] = {}
         self._latest: dict[tuple[str, str], int] = {}
         self._held: deque[_Held] = deque()
+        self._deferred: ResolvedEvent | None = None
 
     @property
     def pending(self) -> int:
@@ -143,6 +146,10 @@ class SimpleDecoder:
             return [] if row is None else [row]
         if msg.type == WATERMARK:
             self._check_watermark(msg)
+            if self._held:
+                # A watermark promises every row up to it was delivered: it must not overtake held rows.
+                self._deferred = ResolvedEvent(msg.commit_ts)
+                return []
             return [ResolvedEvent(msg.commit_ts)]
         if msg.type == BOOTSTRAP:
             if msg.table_schema is None:
@@ -150,7 +157,7 @@ class SimpleDecoder:
             self._store(msg.table_schema)
             released = self._release()
             self._check_superseded()
-            return [BootstrapEvent(msg.table_schema, 0), *released]
+            return [BootstrapEvent(msg.table_schema, 0), *released, *self._deferred_watermark()]
         if msg.type in DML_TYPES:
             raise DecodeError(f"simple: {msg.type} message for {msg.database}.{msg.table} has neither data nor old")
         ddl = _ddl_event(msg)
@@ -160,7 +167,14 @@ class SimpleDecoder:
         self._check_superseded()
         before = [r for r in released if r.commit_ts < ddl.commit_ts]
         after = [r for r in released if r.commit_ts >= ddl.commit_ts]
-        return [*before, ddl, *after]
+        return [*before, ddl, *after, *self._deferred_watermark()]
+
+    def _deferred_watermark(self) -> list[Event]:
+        """The latest watermark held back while rows waited, once no row waits any more."""
+        if self._held or self._deferred is None:
+            return []
+        event, self._deferred = self._deferred, None
+        return [event]
 
     def _store(self, table: TableInfo | None) -> None:
         """First writer wins; entries without schema or table name are ignored (TiCDC's memo)."""
