@@ -103,7 +103,7 @@ def parse_column_def(c: Cursor, name: str) -> ColumnDef:
     generated: str | None = None
     primary = unique = json_check = False
     binary_attr = False
-    while not c.at_end() and not c.is_op(",") and not c.is_op(")"):
+    while not c.at_end() and not c.is_op(",") and not c.is_op(")") and not c.is_kw("FIRST", "AFTER"):
         if c.accept("UNSIGNED"):
             unsigned = True
         elif c.accept("SIGNED"):
