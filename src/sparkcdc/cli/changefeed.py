@@ -70,14 +70,16 @@ def namespace_option(f: F) -> F:
 
 def id_option(required: bool) -> Callable[[F], F]:
     def deco(f: F) -> F:
+        if required:
+            return click.option(
+                "--changefeed-id", "-c", "changefeed_id", required=True, help="Replication task (changefeed) ID."
+            )(f)
         return click.option(
             "--changefeed-id",
             "-c",
             "changefeed_id",
-            required=required,
             default="",
-            help="Replication task (changefeed) ID"
-            + ("." if required else "; matches ^[a-zA-Z0-9]+(\\-[a-zA-Z0-9]+)*$, a UUID when omitted."),
+            help="Replication task (changefeed) ID; matches ^[a-zA-Z0-9]+(\\-[a-zA-Z0-9]+)*$, a UUID when omitted.",
         )(f)
 
     return deco

@@ -1,0 +1,307 @@
+"""`cdc server` as a real subprocess driven by `cdc cli changefeed …` (the noop runner: control plane only).
+
+Covers TiCDC's outputs, the bad-input errors (one `Error:` line, exit 1, nothing changed), and kill -9 of the
+server followed by a restart: changefeeds, their states and checkpoints survive.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+pytestmark = pytest.mark.e2e
+
+CDC = str(Path(sys.executable).parent / "cdc")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+class CdcServer:
+    """One `cdc server` process on a free port with a private data dir."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self.data_dir = root / "data"
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self) -> None:
+        self.proc = subprocess.Popen(
+            [
+                CDC,
+                "server",
+                "--addr",
+                f"127.0.0.1:{self.port}",
+                "--data-dir",
+                str(self.data_dir),
+                "--runner",
+                "noop",
+                "--status-interval",
+                "0.1",
+                "--log-file",
+                str(self.root / "server.log"),
+            ],
+            stdout=subprocess.DEVNULL,
+            stderr=subprocess.PIPE,
+        )
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise AssertionError(
+                    f"cdc server exited: {self.proc.stderr.read().decode() if self.proc.stderr else ''}"
+                )
+            try:
+                if httpx.get(self.url + "/api/v2/health", timeout=1).status_code == 200:
+                    return
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.05)
+        raise AssertionError("cdc server did not become healthy in 30 s")
+
+    def kill9(self) -> None:
+        assert self.proc is not None
+        os.kill(self.proc.pid, signal.SIGKILL)
+        self.proc.wait(timeout=10)
+        self.proc = None
+
+    def stop(self) -> int:
+        if self.proc is None:
+            return 0
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            rc = self.proc.wait(timeout=20)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            rc = self.proc.wait()
+        self.proc = None
+        return rc
+
+    def cli(self, *args: str, stdin: str = "") -> subprocess.CompletedProcess[str]:
+        return subprocess.run(
+            [CDC, "cli", "changefeed", *args, "--server", self.url],
+            capture_output=True,
+            text=True,
+            input=stdin,
+            timeout=60,
+        )
+
+    def api(self, path: str) -> Any:
+        return httpx.get(self.url + "/api/v2" + path, timeout=10).json()
+
+    def wait_state(self, cf: str, state: str, timeout: float = 15) -> dict[str, Any]:
+        deadline = time.monotonic() + timeout
+        info: dict[str, Any] = {}
+        while time.monotonic() < deadline:
+            info = self.api(f"/changefeeds/{cf}")
+            if info.get("state") == state:
+                return info
+            time.sleep(0.05)
+        raise AssertionError(f"{cf} did not reach {state}: {info}")
+
+
+@pytest.fixture
+def server(tmp_path: Path) -> Iterator[CdcServer]:
+    srv = CdcServer(tmp_path)
+    srv.start()
+    yield srv
+    srv.stop()
+
+
+def sink(tmp_path: Path, protocol: str = "canal-json") -> str:
+    return f"file://{tmp_path}/sink?protocol={protocol}"
+
+
+def one_error(result: subprocess.CompletedProcess[str], fragment: str) -> None:
+    assert result.returncode == 1, (result.stdout, result.stderr)
+    lines = result.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: "), result.stderr
+    assert fragment in lines[0], lines[0]
+    assert "Traceback" not in result.stderr
+
+
+def test_lifecycle_outputs(server: CdcServer, tmp_path: Path) -> None:
+    cfg = tmp_path / "cf.toml"
+    cfg.write_text('case-sensitive = true\n[filter]\nrules = ["app.*", "!app.tmp"]\n[sink]\ndate-separator = "none"\n')
+    r = server.cli("create", "-c", "cf-1", "--sink-uri", sink(tmp_path), "--config", str(cfg))
+    assert r.returncode == 0, r.stderr
+    lines = r.stdout.splitlines()
+    assert lines[0] == "Create changefeed successfully!"
+    assert lines[1] == "ID: cf-1"
+    assert lines[2].startswith("Info: {")
+    info = json.loads(lines[2][len("Info: ") :])
+    assert info["id"] == "cf-1" and info["state"] == "normal"
+    assert info["config"]["case_sensitive"] is True
+    assert info["config"]["filter"]["rules"] == ["app.*", "!app.tmp"]
+    assert info["config"]["sink"]["protocol"] == "canal-json"
+    assert info["config"]["sink"]["date_separator"] == "none"
+
+    r = server.cli("create", "--sink-uri", sink(tmp_path, "csv"))  # no id: a UUID
+    assert r.returncode == 0, r.stderr
+    generated = r.stdout.splitlines()[1].removeprefix("ID: ")
+    assert len(generated) == 36
+
+    listed = json.loads(server.cli("list").stdout)
+    assert sorted(cf["id"] for cf in listed) == sorted(["cf-1", generated])
+    assert set(listed[0]) == {"id", "namespace", "summary"}
+    assert set(listed[0]["summary"]) == {"state", "tso", "checkpoint", "error"}
+
+    simple = json.loads(server.cli("query", "-s", "-c", "cf-1").stdout)
+    assert simple["id"] == "cf-1" and simple["state"] == "normal" and simple["checkpoint_tso"] >= info["start_ts"]
+
+    r = server.cli("pause", "-c", "cf-1")
+    assert r.returncode == 0 and r.stdout == ""
+    full = json.loads(server.cli("query", "-c", "cf-1").stdout)
+    assert full["state"] == "stopped" and full["sink_uri"] == sink(tmp_path)
+    assert full["start_ts"] == info["start_ts"]
+
+    r = server.cli("update", "-c", "cf-1", "--config", str(cfg), "--no-confirm")
+    assert r.stdout.strip() == "changefeed config is the same with the old one, do nothing"
+    cfg2 = tmp_path / "cf2.toml"
+    cfg2.write_text('[filter]\nrules = ["shop.*"]\n')
+    r = server.cli("update", "-c", "cf-1", "--config", str(cfg2), "--no-confirm")
+    assert r.returncode == 0, r.stderr
+    assert "Update changefeed config successfully!" in r.stdout
+    updated = json.loads(r.stdout.splitlines()[-1].removeprefix("Info: "))
+    assert updated["config"]["filter"]["rules"] == ["shop.*"]
+    assert updated["config"]["case_sensitive"] is True  # the TOML is applied on top of the old config
+
+    assert server.cli("resume", "-c", "cf-1", "--no-confirm").returncode == 0
+    server.wait_state("cf-1", "normal")
+
+    r = server.cli("remove", "-c", "cf-1")
+    assert r.returncode == 0
+    assert r.stdout.splitlines()[:2] == ["Changefeed remove successfully.", "ID: cf-1"]
+    assert r.stdout.splitlines()[3] == f"SinkURI: {sink(tmp_path)}"
+    r = server.cli("remove", "-c", "cf-1")
+    assert r.returncode == 0 and r.stdout.splitlines() == ["Changefeed not found.", "ID: cf-1"]
+    assert [cf["id"] for cf in json.loads(server.cli("list").stdout)] == [generated]
+
+
+def test_bad_input(server: CdcServer, tmp_path: Path) -> None:
+    assert server.cli("create", "-c", "dup", "--sink-uri", sink(tmp_path)).returncode == 0
+    before = _summary(server)
+
+    one_error(server.cli("create", "-c", "bad_id", "--sink-uri", sink(tmp_path)), "invalid changefeed_id: bad_id")
+    one_error(server.cli("create", "-c", "-x", "--sink-uri", sink(tmp_path)), "invalid changefeed_id")
+    one_error(server.cli("create", "-c", "ok1", "--sink-uri", "ftp://h/p?protocol=csv"), "ftp")
+    one_error(server.cli("create", "-c", "ok1", "--sink-uri", f"file://{tmp_path}/x"), "protocol")
+    one_error(server.cli("create", "-c", "ok1", "--sink-uri", sink(tmp_path, "avro")), "avro")
+    one_error(server.cli("create", "-c", "ok1"), "sink_uri is empty")
+    one_error(
+        server.cli("create", "-c", "ok1", "--sink-uri", sink(tmp_path), "--start-ts", str(1 << 62)),
+        "larger than current tso",
+    )
+    one_error(server.cli("create", "-c", "dup", "--sink-uri", sink(tmp_path)), "changefeed already exists, dup")
+    bad = tmp_path / "bad.toml"
+    bad.write_text("[filter\nrules = []\n")
+    one_error(server.cli("create", "-c", "ok1", "--sink-uri", sink(tmp_path), "--config", str(bad)), "line 1")
+    bad.write_text("unknown-key = 1\n")
+    one_error(server.cli("create", "-c", "ok1", "--sink-uri", sink(tmp_path), "--config", str(bad)), "'unknown-key'")
+    bad.write_text('[filter]\nrules = ["db"]\n')
+    one_error(server.cli("create", "-c", "ok1", "--sink-uri", sink(tmp_path), "--config", str(bad)), "table pattern")
+    one_error(server.cli("query", "-c", "nope"), "changefeed not exists, nope")
+    one_error(server.cli("query", "-s", "-c", "nope"), "changefeed not exists, nope")
+    one_error(server.cli("pause", "-c", "nope"), "changefeed not exists")
+    one_error(server.cli("update", "-c", "dup", "--target-ts", "1", "--no-confirm"), "stopped or failed")
+
+    r = server.cli("query")  # misuse: exit 2
+    assert r.returncode == 2 and "--changefeed-id" in r.stderr
+    r = server.cli("create", "--start-ts", "yesterday")
+    assert r.returncode == 2
+
+    assert _summary(server) == before
+
+
+def _summary(server: CdcServer) -> list[tuple[str, str, int]]:
+    """(id, state, start-ts) of every changefeed: what a rejected command must not change."""
+    items = server.api("/changefeeds?state=all")["items"]
+    return [(cf["id"], cf["state"], server.api(f"/changefeeds/{cf['id']}")["start_ts"]) for cf in items]
+
+
+def test_target_ts_finishes_and_list_all(server: CdcServer, tmp_path: Path) -> None:
+    now = _tso(server)
+    r = server.cli(
+        "create",
+        "-c",
+        "short",
+        "--sink-uri",
+        sink(tmp_path),
+        "--start-ts",
+        str(now - (1000 << 18)),
+        "--target-ts",
+        str(now + (300 << 18)),
+        "--no-confirm",
+    )
+    assert r.returncode == 0, r.stderr
+    info = server.wait_state("short", "finished")
+    assert info["checkpoint_ts"] == now + (300 << 18)
+    assert json.loads(server.cli("list").stdout) == []
+    assert [cf["id"] for cf in json.loads(server.cli("list", "--all").stdout)] == ["short"]
+
+
+def _tso(server: CdcServer) -> int:
+    data = httpx.post(server.url + "/api/v2/tso", timeout=10).json()
+    return (int(data["timestamp"]) << 18) | int(data["logic_time"])
+
+
+def test_kill9_restart_keeps_changefeeds(tmp_path: Path) -> None:
+    srv = CdcServer(tmp_path)
+    srv.start()
+    try:
+        now = _tso(srv)
+        assert srv.cli("create", "-c", "running", "--sink-uri", sink(tmp_path), "--no-confirm").returncode == 0
+        assert srv.cli("create", "-c", "paused", "--sink-uri", sink(tmp_path)).returncode == 0
+        assert srv.cli("pause", "-c", "paused").returncode == 0
+        r = srv.cli(
+            "create",
+            "-c",
+            "done",
+            "--sink-uri",
+            sink(tmp_path),
+            "--start-ts",
+            str(now - (1000 << 18)),
+            "--target-ts",
+            str(now + (200 << 18)),
+            "--no-confirm",
+        )
+        assert r.returncode == 0, r.stderr
+        srv.wait_state("done", "finished")
+        before = {cf["id"]: cf for cf in srv.api("/changefeeds?state=all")["items"]}
+        srv.kill9()
+
+        srv.start()
+        after = {cf["id"]: cf for cf in srv.api("/changefeeds?state=all")["items"]}
+        assert {k: v["state"] for k, v in after.items()} == {
+            "running": "normal",
+            "paused": "stopped",
+            "done": "finished",
+        }
+        for cf, item in before.items():
+            assert after[cf]["checkpoint_tso"] >= item["checkpoint_tso"]
+        # the restarted server resumed "running": its checkpoint moves on
+        first = after["running"]["checkpoint_tso"]
+        deadline = time.monotonic() + 10
+        while srv.api("/changefeeds/running")["checkpoint_ts"] <= first and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert srv.api("/changefeeds/running")["checkpoint_ts"] > first
+        assert srv.api("/changefeeds/paused")["checkpoint_ts"] == before["paused"]["checkpoint_tso"]
+        assert srv.stop() == 0
+        assert "stopping cdc server" in (tmp_path / "server.log").read_text()
+    finally:
+        srv.stop()
