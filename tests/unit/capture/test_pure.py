@@ -175,7 +175,7 @@ def test_relay_writer_frames_spill_and_recover(tmp_path: Path) -> None:
     assert w2.offset == chunks[0].length
     w2.close()
     bad = ChunkRef(chunks[0].path, 0, FRAME.size + 27, 10, 10, 1)
-    data = bytearray(open(chunks[0].path, "rb").read(bad.length))
+    data = bytearray(Path(chunks[0].path).read_bytes()[: bad.length])
     assert data[:4] == MAGIC
     data[-1] ^= 0xFF
     from sparkcdc.capture import decode_chunk
