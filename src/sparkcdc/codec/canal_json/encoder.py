@@ -19,6 +19,7 @@ from typing import Any, Final
 import orjson
 
 from sparkcdc.codec.base import Message
+from sparkcdc.codec.canal_json.compiled import compile_line
 from sparkcdc.codec.canal_json.config import CanalJsonConfig
 from sparkcdc.codec.canal_json.message import (
     WATERMARK_TYPE,
@@ -35,15 +36,6 @@ from sparkcdc.model.ddl_action import protocol_ddl_type
 
 NowMs = Callable[[], int]
 
-_HTML_RE: Final = re.compile(rb"[<>&]|\xe2\x80[\xa8\xa9]")
-_HTML_ESCAPES: Final = {
-    b"<": b"\\u003c",
-    b">": b"\\u003e",
-    b"&": b"\\u0026",
-    b"\xe2\x80\xa8": b"\\u2028",
-    b"\xe2\x80\xa9": b"\\u2029",
-}
-_ESCAPE_PAIR_RE: Final = re.compile(rb"\\(.)", re.S)
 _FAST_PATH_ERRORS: Final = (TypeError, ValueError, AttributeError, OverflowError)
 _PLAN_CACHE_LIMIT: Final = 512
 
@@ -53,26 +45,44 @@ def wall_clock_ms() -> int:
     return time.time_ns() // 1_000_000
 
 
-def _html_escape(match: re.Match[bytes]) -> bytes:
-    return _HTML_ESCAPES[match.group()]
-
-
-def _long_bf(match: re.Match[bytes]) -> bytes:
-    char = match.group(1)
-    if char == b"b":
-        return b"\\u0008"
-    if char == b"f":
-        return b"\\u000c"
-    return match.group()
-
-
 def go_fix(out: bytes) -> bytes:
     """Turn orjson output into easyjson output (HTML-safe escapes, ``\\u0008``/``\\u000c``)."""
-    if b"<" in out or b">" in out or b"&" in out or b"\xe2\x80" in out:
-        out = _HTML_RE.sub(_html_escape, out)
+    out = html_fix(out)
     if b"\\b" in out or b"\\f" in out:
-        out = _ESCAPE_PAIR_RE.sub(_long_bf, out)
+        out = long_bf(out)
     return out
+
+
+def html_fix(out: bytes) -> bytes:
+    """Escape ``<``, ``>``, ``&``, U+2028, U+2029 as Go does; presence tests are single-byte (memchr) scans."""
+    if b"<" in out:
+        out = out.replace(b"<", b"\\u003c")
+    if b">" in out:
+        out = out.replace(b">", b"\\u003e")
+    if b"&" in out:
+        out = out.replace(b"&", b"\\u0026")
+    if b"\xe2" in out:
+        out = out.replace(b"\xe2\x80\xa8", b"\\u2028").replace(b"\xe2\x80\xa9", b"\\u2029")
+    return out
+
+
+# Matches \\\\ too, so that scanning left to right consumes escaped backslashes as pairs and a ``b``/``f``
+# after one is never taken for an escape.
+_BF_RE: Final = re.compile(rb"\\[bf\\]")
+_BF_ESCAPES: Final = {b"\\b": b"\\u0008", b"\\f": b"\\u000c", b"\\\\": b"\\\\"}
+
+
+def _bf_escape(match: re.Match[bytes]) -> bytes:
+    return _BF_ESCAPES[match.group()]
+
+
+def long_bf(out: bytes) -> bytes:
+    """``\\b``/``\\f`` escapes -> ``\\u0008``/``\\u000c`` (easyjson's spelling)."""
+    return _BF_RE.sub(_bf_escape, out)
+
+
+def _needs_fix(text: str) -> bool:
+    return any(ch in text for ch in "<>&\b\f\u2028\u2029")
 
 
 def _json(value: Any) -> bytes:
@@ -93,7 +103,7 @@ class _TypesFragment:
     promotion pattern is built on first use and cached.
     """
 
-    __slots__ = ("_cache", "_codes", "_mysql", "_names", "_promotions", "constant")
+    __slots__ = ("_codes", "_mysql", "_names", "_promotions", "cache", "constant")
 
     def __init__(
         self, names: tuple[str, ...], codes: tuple[int, ...], mysql: bytes, promotions: tuple[tuple[int, int, int], ...]
@@ -102,7 +112,7 @@ class _TypesFragment:
         self._codes = codes
         self._mysql = mysql
         self._promotions = promotions  # (index into the image, threshold, promoted code)
-        self._cache: dict[tuple[bool, ...], bytes] = {}
+        self.cache: dict[tuple[bool, ...], bytes] = {}
         self.constant: bytes | None = None if promotions else self._build(codes)
 
     def _build(self, codes: Sequence[int]) -> bytes:
@@ -112,14 +122,19 @@ class _TypesFragment:
     def for_image(self, image: Sequence[Any]) -> bytes:
         if self.constant is not None:
             return self.constant
-        key = tuple(isinstance(v := image[k], int) and v > threshold for k, threshold, _ in self._promotions)
-        fragment = self._cache.get(key)
+        return self.for_flags(
+            tuple(isinstance(v := image[k], int) and v > threshold for k, threshold, _ in self._promotions)
+        )
+
+    def for_flags(self, flags: tuple[bool, ...]) -> bytes:
+        """The fragment for one pattern of "value above its threshold" flags (one per promotion)."""
+        fragment = self.cache.get(flags)
         if fragment is None:
             codes = list(self._codes)
-            for promoted, (k, _, code) in zip(key, self._promotions):
+            for promoted, (k, _, code) in zip(flags, self._promotions):
                 if promoted:
                     codes[k] = code
-            fragment = self._cache[key] = self._build(codes)
+            fragment = self.cache[flags] = self._build(codes)
         return fragment
 
 
@@ -140,6 +155,7 @@ class _TablePlan:
         "_strict",
         "_where",
         "_width",
+        "fast_line",
         "table",
     )
 
@@ -181,6 +197,26 @@ class _TablePlan:
         self._key_types = _TypesFragment(
             key_names, tuple(codes[k] for k in keys), _json({self._names[k]: mysql[k] for k in keys}), key_promotions
         )
+        self.fast_line = compile_line(
+            width=self._width,
+            columns=columns,
+            heads=self._heads,
+            constant_types=self._all_types.constant,
+            types_lookup=self._all_types.for_flags,
+            types_cache=self._all_types.cache,
+            promotions=[(positions[k], threshold) for k, threshold, _ in promotions],
+            delete_full=not self._delete_key_only,
+            update_full=not self._only_updated,
+            fallback=self._generic_bf_line,
+            long_bf=long_bf,
+        )
+        if any(_needs_fix(name) for name in self._names):
+            fast = self.fast_line
+
+            def fast_fixed(row: RowChange, mid: bytes, tail: bytes) -> bytes:
+                return go_fix(fast(row, mid, tail))
+
+            self.fast_line = fast_fixed
 
     # -- images ------------------------------------------------------------------------------------------
 
@@ -213,16 +249,26 @@ class _TablePlan:
         """One line (without HTML fix-ups); ``mid`` is ``es,"ts":ts`` and ``tail`` closes ``data`` and the
         object. Falls back to the type-checking path on any conversion failure."""
         try:
-            return self._line(row, mid, tail, strict=False)
+            return self.fast_line(row, mid, tail)
         except EncodeError:
             raise
         except _FAST_PATH_ERRORS:
-            try:
-                return self._line(row, mid, tail, strict=True)
-            except EncodeError:
-                raise
-            except _FAST_PATH_ERRORS as e:
-                raise EncodeError(f"{self._where}: cannot encode row: {e}") from e
+            return self.checked_line(row, mid, tail)
+
+    def checked_line(self, row: RowChange, mid: bytes, tail: bytes) -> bytes:
+        """The line built with type-checking converters (BS/FF fixed, HTML escapes left to the caller);
+        raises EncodeError naming table and column."""
+        try:
+            line = self._line(row, mid, tail, strict=True)
+            return long_bf(line) if b"\\b" in line or b"\\f" in line else line
+        except EncodeError:
+            raise
+        except _FAST_PATH_ERRORS as e:
+            raise EncodeError(f"{self._where}: cannot encode row: {e}") from e
+
+    def _generic_bf_line(self, row: RowChange, mid: bytes, tail: bytes) -> bytes:
+        line = self._line(row, mid, tail, strict=False)
+        return long_bf(line) if b"\\b" in line or b"\\f" in line else line
 
     def _line(self, row: RowChange, mid: bytes, tail: bytes, *, strict: bool) -> bytes:
         op = row.op
@@ -332,12 +378,15 @@ class CanalJsonTxnEncoder:
             cts = row.commit_ts
             if cts != last_cts:
                 mid = str(cts >> 18).encode() + b',"ts":' + ts
-                tail = _tail(config, cts, terminator)
+                tail = _tail(config, cts, b"" if per_line else terminator)
                 last_cts = cts
-            line = plan.line(row, mid, tail)
-            out.append(go_fix(line) if per_line else line)
+            try:
+                line = plan.fast_line(row, mid, tail)
+            except _FAST_PATH_ERRORS:
+                line = plan.checked_line(row, mid, tail)
+            out.append(html_fix(line) + terminator if per_line else line)
         data = b"".join(out)
-        return data if per_line else go_fix(data)
+        return data if per_line else html_fix(data)
 
 
 class CanalJsonMessageEncoder:
