@@ -305,3 +305,17 @@ def test_kill9_restart_keeps_changefeeds(tmp_path: Path) -> None:
         assert "stopping cdc server" in (tmp_path / "server.log").read_text()
     finally:
         srv.stop()
+
+
+def test_server_refuses_busy_port_and_shared_data_dir(server: CdcServer, tmp_path: Path) -> None:
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([CDC, "server", "--runner", "noop", *args], capture_output=True, text=True, timeout=60)
+
+    other = tmp_path / "other"
+    r = run("--addr", f"127.0.0.1:{server.port}", "--data-dir", str(other))
+    one_error(r, "cannot listen on")
+    r = run("--addr", f"127.0.0.1:{free_port()}", "--data-dir", str(server.data_dir))
+    one_error(r, "is used by another cdc server")
+    one_error(run("--addr", "nowhere", "--data-dir", str(other)), "invalid --addr")
+    one_error(run("--upstream", "ftp://h", "--data-dir", str(other)), "invalid upstream URI")
+    assert server.api("/changefeeds") == {"total": 0, "items": []}

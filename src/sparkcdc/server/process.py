@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import fcntl
 import logging
+import os
 import signal
+import socket
 import zlib
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,6 +66,36 @@ def upstream_id(uri: str | None) -> int:
     return zlib.crc32(f"{args['host']}:{args['port']}".encode()) | (1 << 40)
 
 
+def listen(host: str, port: int) -> socket.socket:
+    """Bind the API socket before anything starts, so a busy port is one clear error. Raises ConfigError."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    try:
+        sock.bind((host, port))
+    except OSError as e:
+        sock.close()
+        raise ConfigError(f"cannot listen on {host}:{port}: {e.strerror or e}; choose another --addr") from e
+    sock.listen(128)
+    sock.set_inheritable(True)
+    return sock
+
+
+def lock_data_dir(data_dir: Path) -> int:
+    """Hold an exclusive lock on ``<data-dir>/LOCK`` for the process lifetime: one server per data dir."""
+    try:
+        data_dir.mkdir(parents=True, exist_ok=True)
+        fd = os.open(data_dir / "LOCK", os.O_RDWR | os.O_CREAT, 0o644)
+    except OSError as e:
+        raise ConfigError(f"cannot use --data-dir {data_dir}: {e.strerror or e}") from e
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+    except OSError as e:
+        os.close(fd)
+        raise ConfigError(f"--data-dir {data_dir} is used by another cdc server; stop it or choose another") from e
+    return fd
+
+
 def _exit_on_sigterm(signum: int, frame: object) -> None:
     raise SystemExit(0)
 
@@ -76,6 +109,8 @@ def run_server(opts: ServerOptions) -> None:
         parse_mysql_uri(opts.upstream)
     if opts.log_file:
         opts.log_file.parent.mkdir(parents=True, exist_ok=True)
+    lock_fd = lock_data_dir(Path(opts.data_dir))
+    sock = listen(host, port)
     setup_logging(opts.log_file, opts.log_level)
     store = MetaStore(opts.data_dir)
     ctx = RunnerContext(
@@ -92,7 +127,8 @@ def run_server(opts: ServerOptions) -> None:
     # uvicorn re-raises SIGTERM after its graceful shutdown; turn it into SystemExit so the finally below
     # stops the changefeeds' pipelines instead of the process dying under them.
     signal.signal(signal.SIGTERM, _exit_on_sigterm)
-    log.info("starting cdc server addr=%s data_dir=%s runner=%s", opts.addr, opts.data_dir, opts.runner)
+    bound = sock.getsockname()
+    log.info("starting cdc server addr=%s:%s data_dir=%s runner=%s", bound[0], bound[1], opts.data_dir, opts.runner)
     try:
         manager.start()
         config = uvicorn.Config(
@@ -105,8 +141,10 @@ def run_server(opts: ServerOptions) -> None:
             timeout_graceful_shutdown=5,
         )
         server = uvicorn.Server(config)
-        server.run()
+        server.run(sockets=[sock])
     finally:
         log.info("stopping cdc server")
         manager.close()
         store.close()
+        sock.close()
+        os.close(lock_fd)
