@@ -20,7 +20,9 @@ What a CSV file cannot carry, and how it decodes (everything else round-trips ex
 * Without include-commit-ts the commit ts decodes as 0; ``physical_table_id``/``start_ts`` decode as 0.
 * Ambiguous configs (the encoder writes them, nothing can read them back exactly): in escape mode a string
   equal to the null string when the null string has no backslash (``null=NULL``), or the empty string when
-  ``null`` is empty; a one-character delimiter ``r`` or ``n`` in escape mode.
+  ``null`` is empty; in escape mode a delimiter made only of ``r``/``n`` characters (its escaped form equals
+  an escaped CR/LF); a terminator other than CR/LF combinations appearing inside escape-mode text.
+* Text is UTF-8 (TiCDC writes the column's raw bytes, so a latin1/gbk column would not decode here).
 """
 
 from __future__ import annotations
@@ -325,14 +327,13 @@ class CsvDecoder:
                 raise self._diagnose(text, pos, tp, where)
             groups = m.groups()
             if quote_mode:
-                fields: list[str | None] = []
-                for k in range(0, len(groups), 2):
-                    quoted = groups[k]
-                    if quoted is not None:
-                        fields.append(quoted.replace(doubled, quote) if quote in quoted else quoted)
-                    else:
-                        bare = groups[k + 1]
-                        fields.append(None if bare == null else bare)
+                # groups alternate (quoted content, bare text); exactly one of each pair is not None
+                fields: list[str | None] = [
+                    (None if b == null else b) if q is None else q
+                    for q, b in zip(groups[0::2], groups[1::2], strict=True)
+                ]
+                if doubled in m.group(0):  # bare fields hold no quote, so only quoted ones change
+                    fields = [f.replace(doubled, quote) if f else f for f in fields]
             else:
                 fields = [None if raw == null else (grammar.unescape(raw) if "\\" in raw else raw) for raw in groups]
             row_pos = pos

@@ -190,7 +190,7 @@ class _Compiler:
 class _TableFormatter:
     """Everything per table: op prefixes, the compiled value formatter, the header."""
 
-    __slots__ = ("columns", "compiler", "header", "prefixes", "table", "values")
+    __slots__ = ("columns", "compiler", "handle_key", "header", "prefixes", "table", "values")
 
     def __init__(self, table: TableInfo, cfg: CsvConfig) -> None:
         self.table = table
@@ -202,6 +202,19 @@ class _TableFormatter:
         self.values = self.compiler.compile("format_row", self.columns)
         names = [c.name for _, c in self.columns]
         self.header = header_line(cfg, names).encode("utf-8") if cfg.output_field_header else b""
+        self.handle_key = self._handle_key_field(table, cfg)
+
+    @staticmethod
+    def _handle_key_field(table: TableInfo, cfg: CsvConfig) -> Callable[[Row], str]:
+        """The HANDLE_KEY field writer (a string field, NULL when the table has no handle)."""
+        fmt = string_formatter(cfg)
+        positions = table.handle_key_positions
+        if not positions:
+            return lambda image: cfg.null
+        if len(positions) == 1 and table.columns[positions[0]].type in INTEGER_TYPES:
+            at = positions[0]
+            return lambda image: fmt(str(image[at]))
+        return lambda image: fmt(handle_key_text(table, image) or "")
 
     def format_values(self, image: Row) -> str:
         """``D + field`` for every non-virtual column; EncodeError names the column that cannot be written."""
@@ -233,7 +246,6 @@ class CsvEncoder:
         cfg = self.config
         self._by_id: dict[int, tuple[TableInfo, _TableFormatter]] = {}
         self._by_value: dict[TableInfo, _TableFormatter] = {}
-        self._string = string_formatter(cfg)
         self._is_update = {True: cfg.delimiter + "true", False: cfg.delimiter + "false"}
 
     def _formatter(self, table: TableInfo) -> _TableFormatter:
@@ -297,8 +309,7 @@ class CsvEncoder:
                     append(is_update[update])
                 if with_handle:
                     append(delimiter)
-                    key = handle_key_text(table, row.after if row.after is not None else image)
-                    append(cfg.null if key is None else self._string(key))
+                    append(fmt.handle_key(row.after if row.after is not None else image))
                 append(fmt.format_values(image))
                 append(terminator)
         try:
