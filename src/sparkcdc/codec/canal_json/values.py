@@ -59,6 +59,8 @@ def f32_text(value: float) -> str:
     Rounding a float32 to 6 significant digits yields the shortest round-trip digits whenever fewer than 7
     suffice (half a float32 ulp is far below half a unit in the 6th digit), so only 6..9 are tried.
     """
+    if value.__class__ is not float:
+        raise TypeError(f"{type(value).__name__} is not a float")
     try:
         value = _F32.unpack(_F32.pack(value))[0]
     except OverflowError:
