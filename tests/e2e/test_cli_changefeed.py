@@ -34,8 +34,9 @@ def free_port() -> int:
 class CdcServer:
     """One `cdc server` process on a free port with a private data dir."""
 
-    def __init__(self, root: Path) -> None:
+    def __init__(self, root: Path, *extra_args: str) -> None:
         self.root = root
+        self.extra_args = extra_args
         self.data_dir = root / "data"
         self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
@@ -56,6 +57,7 @@ class CdcServer:
                 "0.1",
                 "--log-file",
                 str(self.root / "server.log"),
+                *self.extra_args,
             ],
             stdout=subprocess.DEVNULL,
             stderr=subprocess.PIPE,
