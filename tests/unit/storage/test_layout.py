@@ -180,3 +180,23 @@ def test_name_encoding_round_trips(name: str) -> None:
     assert "/" not in seg and seg not in (".", "..")
     schema_path = SchemaFilePath(name, name, 3, 42).format()
     assert SchemaFilePath.parse(schema_path) == SchemaFilePath(name, name, 3, 42)
+
+
+@given(
+    schema=st.text(min_size=1, max_size=20),
+    table=st.text(min_size=1, max_size=20),
+    version=st.integers(0, 2**64 - 1),
+    pid=st.one_of(st.none(), st.integers(0, 2**40)),
+    sep=st.sampled_from(["none", "year", "month", "day"]),
+    index=st.integers(1, 10**12),
+    width=st.integers(6, 20),
+    ext=st.sampled_from([".csv", ".json"]),
+)
+def test_data_and_index_paths_round_trip(
+    schema: str, table: str, version: int, pid: int | None, sep: str, index: int, width: int, ext: str
+) -> None:
+    date = date_string(sep, datetime(2024, 6, 5))
+    d = TableDir(schema, table, version, pid, date)
+    data = DataFilePath(d, index, ext)
+    assert parse_path(data.format(width), date_separator=sep, extension=ext) == data
+    assert parse_path(d.index_file(), date_separator=sep) == IndexFilePath(d)
