@@ -203,3 +203,12 @@ def test_float32_fast_path_matches_go_formatting(value: float) -> None:
     from sparkcdc.codec.simple.values import float32_text
 
     assert float32_text(value) == go_float_f(value, 32)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(st.floats(), st.sampled_from([1e16, 1e21, 1e-5, 123456789012345680.0, -0.0, 0.1, 5e-324])))
+def test_float64_fast_path_matches_go_formatting(value: float) -> None:
+    from sparkcdc.codec.gofmt import go_float_f
+    from sparkcdc.codec.simple.values import float64_text
+
+    assert float64_text(value) == go_float_f(value, 64)

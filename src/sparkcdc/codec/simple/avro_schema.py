@@ -27,6 +27,7 @@ from .message import (
     as_int,
     as_object,
     as_str,
+    clean_text,
 )
 
 NS: Final = "com.pingcap.simple.avro"
@@ -151,9 +152,29 @@ def write(message: dict[str, Any]) -> bytes:
     buf = io.BytesIO()
     try:
         fastavro.schemaless_writer(buf, _MESSAGE, message)
+    except UnicodeEncodeError:
+        # Lone surrogates are not UTF-8: write U+FFFD instead, as Go does for invalid UTF-8 (rare path).
+        buf = io.BytesIO()
+        try:
+            fastavro.schemaless_writer(buf, _MESSAGE, _clean(message))
+        except (ValueError, TypeError, OverflowError, KeyError, AttributeError) as e:
+            raise EncodeError(f"simple: cannot encode message as Avro: {e}") from e
     except (ValueError, TypeError, OverflowError, KeyError, AttributeError) as e:
         raise EncodeError(f"simple: cannot encode message as Avro: {e}") from e
     return buf.getvalue()
+
+
+def _clean(value: Any) -> Any:
+    """``value`` with every string cleaned of lone surrogates; union tuples stay tuples."""
+    if isinstance(value, str):
+        return clean_text(value)
+    if isinstance(value, dict):
+        return {_clean(k): _clean(v) for k, v in value.items()}
+    if isinstance(value, tuple):
+        return tuple(_clean(v) for v in value)
+    if isinstance(value, list):
+        return [_clean(v) for v in value]
+    return value
 
 
 def watermark(ts: int, build_ts: int) -> dict[str, Any]:

@@ -76,7 +76,10 @@ class SimpleEncoder:
         """One DML message. Raises EncodeError when the message exceeds max-message-bytes and the
         large-message handling cannot make it fit, or when claim-check is configured and a claim-check file
         is needed (call ``encode_row_checked`` to get it)."""
-        encoded = self.encode_row_checked(row)
+        value = self.encode_dml(row)
+        if len(value) + MAX_RECORD_OVERHEAD <= self.config.max_message_bytes:
+            return Message(None, value)
+        encoded = self.encode_row_checked(row, value)
         if encoded.claim_check is not None:
             raise EncodeError(
                 f"simple: row of {row.table.qualified_name} at {row.commit_ts} needs a claim-check file; "
@@ -84,9 +87,13 @@ class SimpleEncoder:
             )
         return encoded.message
 
-    def encode_row_checked(self, row: RowChange) -> EncodedRow:
-        """The DML message plus, for claim-check, the file holding the full original message."""
-        value = self.encode_dml(row)
+    def encode_row_checked(self, row: RowChange, value: bytes | None = None) -> EncodedRow:
+        """The DML message plus, for claim-check, the file holding the full original message.
+
+        ``value`` is the already encoded full message, when the caller has it.
+        """
+        if value is None:
+            value = self.encode_dml(row)
         limit = self.config.max_message_bytes
         if len(value) + MAX_RECORD_OVERHEAD <= limit:
             return EncodedRow(Message(None, value))
@@ -192,8 +199,8 @@ class SimpleEncoder:
         if self._avro:
             body: dict[str, Any] = {
                 "version": PROTOCOL_VERSION,
-                "database": clean_text(table.schema),
-                "table": clean_text(table.table),
+                "database": table.schema,
+                "table": table.table,
                 "tableID": table_id,
                 "type": row.op.value,
                 "commitTs": table_schema.to_int64(row.commit_ts),

@@ -132,8 +132,13 @@ def go_json_dumps(obj: Any) -> bytes:
             out = orjson.dumps(_replace_surrogates(obj))
         except orjson.JSONEncodeError as e2:
             raise EncodeError(f"simple: cannot encode message as JSON: {e2}") from e2
-    for raw, escaped in _HTML_BYTES:
-        if raw in out:
+    if (
+        b"<" in out
+        or b">" in out
+        or b"&" in out
+        or (not out.isascii() and (b"\xe2\x80\xa8" in out or b"\xe2\x80\xa9" in out))
+    ):
+        for raw, escaped in _HTML_BYTES:
             out = out.replace(raw, escaped)
     return out
 

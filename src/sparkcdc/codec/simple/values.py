@@ -38,7 +38,7 @@ from sparkcdc.errors import DecodeError
 from sparkcdc.model import ColumnInfo, TableInfo
 from sparkcdc.model.column_type import INTEGER_TYPES
 
-from .message import INT64_MAX, INT64_MIN, TIMESTAMP_MEMBERS, UINT64_MAX, clean_text
+from .message import INT64_MAX, INT64_MIN, TIMESTAMP_MEMBERS, UINT64_MAX
 
 AVRO_TIMESTAMP: Final = "com.pingcap.simple.avro.Timestamp"
 AVRO_UNSIGNED_BIGINT: Final = "com.pingcap.simple.avro.UnsignedBigint"
@@ -78,6 +78,14 @@ def _to_int64(v: int) -> int:
 # --- encoding ----------------------------------------------------------------------------------------
 
 
+def float64_text(value: float) -> str:
+    """``go_float_f(value, 64)``; ``repr`` already has the shortest digits when it is positional."""
+    text = repr(value)
+    if "e" in text or "n" in text:  # exponent, inf, nan
+        return go_float_f(value, 64)
+    return text[:-2] if text.endswith(".0") else text
+
+
 def float32_text(value: float) -> str:
     """``go_float_f(value, 32)``, through numpy's shortest-digit formatter (5x faster) for finite values.
 
@@ -94,7 +102,7 @@ def _json_encoder(kind: str, location: str) -> Callable[[Any], Any]:
     if kind == "f32":
         return float32_text
     if kind == "f64":
-        return lambda v: go_float_f(v, 64)
+        return float64_text
     if kind == "dec":
         return lambda v: v if isinstance(v, str) else format(v, "f")
     if kind == "ts":
@@ -118,10 +126,10 @@ def _avro_encoder(kind: str, location: str) -> Callable[[Any], Any]:
     if kind == "dec":
         return lambda v: ("string", v if isinstance(v, str) else format(v, "f"))
     if kind == "ts":
-        return lambda v: (AVRO_TIMESTAMP, {"location": location, "value": clean_text(v)})
+        return lambda v: (AVRO_TIMESTAMP, {"location": location, "value": v})
     if kind == "bin":
         return lambda v: ("bytes", v if isinstance(v, bytes) else str(v).encode())
-    return lambda v: ("string", clean_text(v) if isinstance(v, str) else bytes(v).decode("utf-8", "replace"))
+    return lambda v: ("string", v if isinstance(v, str) else bytes(v).decode("utf-8", "replace"))
 
 
 @dataclass(frozen=True, slots=True)
