@@ -151,6 +151,10 @@ IMAGES = st.tuples(
 )
 
 
+def _overlaps_itself(delimiter: str) -> bool:
+    return any(delimiter[:k] == delimiter[-k:] for k in range(1, len(delimiter)))
+
+
 @st.composite
 def configs(draw: st.DrawFn, lossless: bool = True) -> CsvConfig:
     quote = draw(st.sampled_from(QUOTES))
@@ -166,6 +170,8 @@ def configs(draw: st.DrawFn, lossless: bool = True) -> CsvConfig:
         "output-field-header": draw(st.booleans()),
         "binary-encoding-method": draw(st.sampled_from(["base64", "hex"])),
     }
+    # Escape mode cannot tell ";" + ";;" from ";;" + ";": a delimiter that overlaps itself is lossy there.
+    assume(not (lossless and not quote and _overlaps_itself(str(options["delimiter"]))))
     try:
         return CsvConfig.from_options(options)
     except ConfigError:

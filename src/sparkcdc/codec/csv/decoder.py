@@ -21,7 +21,9 @@ What a CSV file cannot carry, and how it decodes (everything else round-trips ex
 * Ambiguous configs (the encoder writes them, nothing can read them back exactly): in escape mode a string
   equal to the null string when the null string has no backslash (``null=NULL``), or the empty string when
   ``null`` is empty; in escape mode a delimiter made only of ``r``/``n`` characters (its escaped form equals
-  an escaped CR/LF); a terminator other than CR/LF combinations appearing inside escape-mode text.
+  an escaped CR/LF); in escape mode a delimiter that overlaps itself (``;;``, ``***``) after a value ending in
+  its prefix (``;`` + ``;;`` reads as ``;;`` + ``;``); a terminator other than CR/LF combinations appearing
+  inside escape-mode text.
 * Text is UTF-8 (TiCDC writes the column's raw bytes, so a latin1/gbk column would not decode here).
 """
 
