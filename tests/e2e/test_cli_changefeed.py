@@ -158,6 +158,11 @@ def test_lifecycle_outputs(server: CdcServer, tmp_path: Path) -> None:
     generated = r.stdout.splitlines()[1].removeprefix("ID: ")
     assert len(generated) == 36
 
+    stats = json.loads(server.cli("statistics", "-c", "cf-1", "--count", "1").stdout)
+    assert set(stats) == {"sink_gap", "replication_gap"} and stats["sink_gap"].endswith("ms")
+    r = subprocess.run([CDC, "cli", "tso", "query", "--server", server.url], capture_output=True, text=True, timeout=60)
+    assert r.returncode == 0 and int(r.stdout) >= info["start_ts"]
+
     listed = json.loads(server.cli("list").stdout)
     assert sorted(cf["id"] for cf in listed) == sorted(["cf-1", generated])
     assert set(listed[0]) == {"id", "namespace", "summary"}

@@ -384,6 +384,50 @@ def update(
     click.echo(f"Update changefeed config successfully! \nID: {changefeed_id}\nInfo: {go_json(info)}")
 
 
+@changefeed.command("statistics")
+@server_option
+@id_option(required=True)
+@namespace_option
+@click.option(
+    "--interval", "-I", type=click.IntRange(1), default=10, show_default=True, help="Seconds between two outputs."
+)
+@click.option("--count", type=click.IntRange(0), default=0, help="Stop after this many outputs (0: run until Ctrl-C).")
+@click.pass_context
+def statistics(
+    ctx: click.Context, server: str | None, changefeed_id: str, namespace: str, interval: int, count: int
+) -> None:
+    """Periodically output the lag of a replication task (changefeed)."""
+    import time
+
+    printed = 0
+    with _client(ctx, server) as client:
+        while True:
+            detail = client.get(namespace, changefeed_id)
+            now = client.tso()
+            checkpoint = int(detail.get("checkpoint_ts", 0))
+            sink_gap = tso.physical(int(detail.get("resolved_ts", 0))) - tso.physical(checkpoint)
+            replication_gap = tso.physical(now) - tso.physical(checkpoint)
+            click.echo(go_json({"sink_gap": f"{sink_gap}ms", "replication_gap": f"{replication_gap}ms"}, indent=True))
+            printed += 1
+            if count and printed >= count:
+                return
+            time.sleep(interval)
+
+
+@click.group("tso")
+def tso_group() -> None:
+    """Timestamp oracle of the upstream."""
+
+
+@tso_group.command("query")
+@server_option
+@click.pass_context
+def tso_query(ctx: click.Context, server: str | None) -> None:
+    """Print the upstream's current TSO (usable as --start-ts)."""
+    with _client(ctx, server) as client:
+        click.echo(str(client.tso()))
+
+
 @click.group("cli")
 @click.option(
     "--server", default=None, metavar="URL", help=f"Address of a cdc server's Open API (default {DEFAULT_SERVER})."
@@ -399,3 +443,4 @@ def cli_group(ctx: click.Context, server: str | None) -> None:
 
 
 cli_group.add_command(changefeed)
+cli_group.add_command(tso_group)
