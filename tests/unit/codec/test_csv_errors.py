@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import pickle
 from typing import Any
 
 import pytest
@@ -77,6 +78,19 @@ def test_registry_builds_csv_codecs() -> None:
     assert list(decoder.decode_file(encoder.encode_txn([row]), TABLE)) == [row]
     with pytest.raises(ConfigError, match="unknown csv option"):
         txn_encoder("csv", {"no-such": 1})
+
+
+def test_codecs_pickle_after_use() -> None:
+    """Spark ships codecs to executors: their compiled per-table caches must not break pickling."""
+    cfg = CsvConfig.from_options({"quote": "", "delimiter": "[*]"})
+    encoder, decoder = CsvEncoder(cfg), CsvDecoder(cfg)
+    row = RowChange(0, TABLE, RowOp.INSERT, None, (1, "a[*]b", b"\x01", 2, 1))
+    data = encoder.encode_txn([row])
+    assert list(decoder.decode_file(data, TABLE)) == [row]
+    encoder2, decoder2 = pickle.loads(pickle.dumps(encoder)), pickle.loads(pickle.dumps(decoder))
+    assert encoder2.config == cfg
+    assert encoder2.encode_txn([row]) == data
+    assert list(decoder2.decode_file(data, TABLE)) == [row]
 
 
 def test_file_header_only_when_enabled() -> None:

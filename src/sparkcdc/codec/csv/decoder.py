@@ -239,6 +239,10 @@ class CsvDecoder:
         self._grammar = _Grammar(self.config)
         self._tables: dict[int, tuple[TableInfo, _TableParser]] = {}
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Per-table parsers hold closures that do not pickle; a decoder shipped to an executor rebuilds them.
+        return (CsvDecoder, (self.config,))
+
     def _parser(self, table: TableInfo) -> _TableParser:
         entry = self._tables.get(id(table))
         if entry is not None and entry[0] is table:

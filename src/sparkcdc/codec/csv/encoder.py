@@ -248,6 +248,10 @@ class CsvEncoder:
         self._by_value: dict[TableInfo, _TableFormatter] = {}
         self._is_update = {True: cfg.delimiter + "true", False: cfg.delimiter + "false"}
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Compiled formatters do not pickle; an encoder shipped to a Spark executor rebuilds them there.
+        return (CsvEncoder, (self.config,))
+
     def _formatter(self, table: TableInfo) -> _TableFormatter:
         entry = self._by_id.get(id(table))
         if entry is not None and entry[0] is table:
