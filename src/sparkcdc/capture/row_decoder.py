@@ -21,8 +21,8 @@ from sparkcdc.capture.values import (
     decimal_size,
     frac_bytes,
     read_date,
-    read_datetime2,
-    read_decimal,
+    make_datetime2_reader,
+    make_decimal_reader,
     read_old_datetime,
     read_old_time,
     read_old_timestamp,
@@ -234,11 +234,12 @@ class RowDecoder:
             assert isinstance(meta, tuple)
             prec, scale = meta
             size = decimal_size(prec, scale)
-            return [f"{v} = {g.const(read_decimal)}(b, p, {prec}, {scale}, {size})", f"p += {size}"]
+            return [f"{v} = {g.const(make_decimal_reader(prec, scale))}(b, p)", f"p += {size}"]
         if typ in (tm.T_DATE, tm.T_NEWDATE):
             return [f"{v} = {g.const(read_date)}(b, p)", "p += 3"]
         if typ == tm.T_DATETIME2:
-            return [f"{v} = {g.const(read_datetime2)}(b, p, {meta})", f"p += {5 + frac_bytes(int(meta))}"]  # type: ignore[arg-type]
+            fsp = int(meta)  # type: ignore[arg-type]
+            return [f"{v} = {g.const(make_datetime2_reader(fsp))}(b, p)", f"p += {5 + frac_bytes(fsp)}"]
         if typ == tm.T_TIMESTAMP2:
             return [
                 f"{v} = {g.const(read_timestamp2)}(b, p, {meta}, {g.const(self.tz)})",

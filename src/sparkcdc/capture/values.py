@@ -7,6 +7,7 @@ Every function takes the whole event buffer and an offset and returns the Python
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from datetime import UTC, datetime, timedelta, tzinfo
 from decimal import Decimal
 
@@ -136,3 +137,83 @@ def read_old_timestamp(b: bytes, p: int, tz: tzinfo) -> str:
     if sec == 0:
         return "0000-00-00 00:00:00"
     return datetime.fromtimestamp(sec, tz).strftime("%Y-%m-%d %H:%M:%S")
+
+
+def make_decimal_reader(precision: int, scale: int) -> Callable[[bytes, int], Decimal]:
+    """A reader specialised for DECIMAL(precision, scale): one big-endian int read, then digit groups are
+    peeled off with shifts and the unscaled integer is handed to Decimal as ``<digits>e-<scale>`` (which
+    keeps exactly ``scale`` fraction digits)."""
+    size = decimal_size(precision, scale)
+    intg = precision - scale
+    groups: list[tuple[int, int]] = []  # (bytes, digits) from the most significant
+    if intg % 9:
+        groups.append((_DIG2BYTES[intg % 9], intg % 9))
+    groups += [(4, 9)] * (intg // 9) + [(4, 9)] * (scale // 9)
+    if scale % 9:
+        groups.append((_DIG2BYTES[scale % 9], scale % 9))
+    shifts = []
+    shift = size * 8
+    for nbytes, digits in groups:
+        shift -= nbytes * 8
+        shifts.append((shift, (1 << (nbytes * 8)) - 1, 10**digits))
+    sign_bit = 1 << (size * 8 - 1)
+    mask = (1 << (size * 8)) - 1
+    suffix = f"e-{scale}" if scale else ""
+
+    def read(b: bytes, p: int) -> Decimal:
+        raw = int.from_bytes(b[p : p + size], "big")
+        negative = not raw & sign_bit
+        raw = (raw ^ mask if negative else raw) & ~sign_bit
+        unscaled = 0
+        for sh, m, mul in shifts:
+            unscaled = unscaled * mul + ((raw >> sh) & m)
+        if negative and unscaled:
+            return Decimal(f"-{unscaled}{suffix}")
+        return Decimal(f"{unscaled}{suffix}")
+
+    return read
+
+
+class _DateCache(dict[int, str]):
+    def __missing__(self, ymd: int) -> str:
+        ym = ymd >> 5
+        text = "%04d-%02d-%02d " % (ym // 13, ym % 13, ymd & 31)
+        if len(self) < 200_000:
+            self[ymd] = text
+        return text
+
+
+class _TimeCache(dict[int, str]):
+    def __missing__(self, hms: int) -> str:
+        text = "%02d:%02d:%02d" % (hms >> 12, (hms >> 6) & 63, hms & 63)
+        self[hms] = text
+        return text
+
+
+DATE_PREFIX = _DateCache()
+HMS = _TimeCache()
+
+
+def make_datetime2_reader(fsp: int) -> Callable[[bytes, int], str]:
+    """DATETIME2(fsp) reader with cached date and time-of-day strings (most rows share them)."""
+    fb = frac_bytes(fsp)
+    size = 5 + fb
+    date, hms = DATE_PREFIX, HMS
+    if fsp == 0:
+
+        def read0(b: bytes, p: int) -> str:
+            x = int.from_bytes(b[p : p + 5], "big") - 0x8000000000
+            return date[x >> 17] + hms[x & 0x1FFFF]
+
+        return read0
+    scale = 10000 if fb == 1 else 100 if fb == 2 else 1
+    div = 10 ** (6 - fsp)
+    fmt = f".%0{fsp}d"
+
+    def read(b: bytes, p: int) -> str:
+        x = int.from_bytes(b[p : p + size], "big")
+        packed = (x >> (8 * fb)) - 0x8000000000
+        micro = (x & ((1 << (8 * fb)) - 1)) * scale
+        return date[packed >> 17] + hms[packed & 0x1FFFF] + fmt % (micro // div)
+
+    return read

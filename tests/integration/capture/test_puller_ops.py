@@ -1,0 +1,121 @@
+"""Puller operations against the real server: heartbeats, reconnects, purged binlogs, GTID starts."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+
+import pytest
+
+from sparkcdc.capture import BinlogPosition, Puller, RelayLog, StartPoint
+from sparkcdc.errors import UpstreamError
+from sparkcdc.model.events import RowChange
+from tests.fixtures.mariadb import FreshDatabase
+from tests.integration.capture.conftest import decode_all, for_schema, make_puller
+
+pytestmark = pytest.mark.integration
+
+
+def wait_for(predicate: Callable[[], bool], timeout: float = 20.0, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.02)
+
+
+class Running:
+    """A puller running in a background thread until the context exits."""
+
+    def __init__(self, puller: Puller) -> None:
+        self.puller = puller
+        self.stop = threading.Event()
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        try:
+            self.puller.run(self.stop)
+        except BaseException as e:  # noqa: BLE001 - reported by the test
+            self.error = e
+
+    def __enter__(self) -> Running:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.thread.join(30)
+        self.puller.close()
+
+
+@pytest.fixture
+def running(fresh_db: FreshDatabase, tmp_path: Path) -> Iterator[Running]:
+    fresh_db.execute("CREATE TABLE r (id INT PRIMARY KEY)")
+    with Running(make_puller(fresh_db, tmp_path, heartbeat_s=0.2)) as r:
+        yield r
+
+
+def test_resolved_ts_advances_while_idle(running: Running, fresh_db: FreshDatabase, tmp_path: Path) -> None:
+    relay = RelayLog(tmp_path)
+    wait_for(lambda: relay.progress() is not None, what="first flush")
+    first = relay.resolved_ts()
+    wait_for(lambda: relay.resolved_ts() > first, what="heartbeat to advance the resolved ts")
+    idle_resolved = relay.resolved_ts()
+    fresh_db.execute("INSERT INTO r VALUES (1)")
+    wait_for(lambda: len(relay.transactions(idle_resolved)) == 1, what="the insert")
+    assert relay.transactions(idle_resolved)[0].commit_ts > idle_resolved
+    assert running.error is None
+
+
+def test_reconnect_resumes_without_loss_or_duplicates(running: Running, fresh_db: FreshDatabase,
+                                                      tmp_path: Path) -> None:
+    relay = RelayLog(tmp_path)
+    wait_for(lambda: relay.progress() is not None, what="first flush")
+    start = relay.resolved_ts()
+    for i in range(5):
+        fresh_db.execute(f"INSERT INTO r VALUES ({i})")
+    wait_for(lambda: len(relay.transactions(start)) == 5, what="first batch")
+    dumps = [r[0] for r in fresh_db.query("SHOW PROCESSLIST") if r[4] == "Binlog Dump"]
+    assert dumps, "the puller's dump thread is visible upstream"
+    for thread_id in dumps:
+        fresh_db.execute(f"KILL {thread_id}")
+    for i in range(5, 10):
+        fresh_db.execute(f"INSERT INTO r VALUES ({i})")
+    wait_for(lambda: len(relay.transactions(start)) == 10, what="second batch after the reconnect")
+    assert running.error is None
+    ids = [e.after[0] for e in for_schema(decode_all(tmp_path, start), fresh_db.name)
+           if isinstance(e, RowChange) and e.after is not None]
+    assert ids == list(range(10))
+    ts = [t.commit_ts for t in relay.transactions(start)]
+    assert ts == sorted(set(ts))
+
+
+def test_purged_binlog_is_a_clear_error(fresh_db: FreshDatabase, tmp_path: Path) -> None:
+    status = fresh_db.query("SHOW MASTER STATUS")[0]
+    old = BinlogPosition(status[0], int(status[1]))
+    fresh_db.execute("FLUSH BINARY LOGS")
+    newest = fresh_db.query("SHOW MASTER STATUS")[0][0]
+    fresh_db.execute(f"PURGE BINARY LOGS TO '{newest}'")
+    puller = make_puller(fresh_db, tmp_path, start=StartPoint.at(old))
+    with pytest.raises(UpstreamError) as info:
+        puller.catch_up(30)
+    puller.close()
+    assert info.value.code == "CDC:ErrBinlogPurged" and not info.value.retryable
+    assert old.file in str(info.value) and "purged" in str(info.value)
+    assert RelayLog(tmp_path).transactions() == []
+
+
+def test_start_from_gtid(fresh_db: FreshDatabase, tmp_path: Path) -> None:
+    fresh_db.execute("CREATE TABLE g (id INT PRIMARY KEY)", "INSERT INTO g VALUES (1)")
+    gtid = fresh_db.query("SELECT @@GLOBAL.gtid_binlog_pos")[0][0]
+    fresh_db.execute("INSERT INTO g VALUES (2)", "INSERT INTO g VALUES (3)")
+    puller = make_puller(fresh_db, tmp_path, start=StartPoint.from_gtid(gtid))
+    puller.catch_up(30)
+    puller.close()
+    ids = [e.after[0] for e in for_schema(decode_all(tmp_path), fresh_db.name)
+           if isinstance(e, RowChange) and e.after is not None]
+    assert ids == [2, 3]
+    assert RelayLog(tmp_path).transactions()[0].gtid != gtid
