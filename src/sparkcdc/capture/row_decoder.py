@@ -20,9 +20,9 @@ from sparkcdc.capture.json_binary import decode_json_binary
 from sparkcdc.capture.values import (
     decimal_size,
     frac_bytes,
-    read_date,
     make_datetime2_reader,
     make_decimal_reader,
+    read_date,
     read_old_datetime,
     read_old_time,
     read_old_timestamp,

@@ -38,7 +38,7 @@ class Running:
     def _run(self) -> None:
         try:
             self.puller.run(self.stop)
-        except BaseException as e:  # noqa: BLE001 - reported by the test
+        except BaseException as e:
             self.error = e
 
     def __enter__(self) -> Running:
