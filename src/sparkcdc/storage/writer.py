@@ -26,7 +26,7 @@ from datetime import datetime
 
 from sparkcdc.codec.base import TxnEncoder, txn_encoder
 from sparkcdc.errors import ConfigError
-from sparkcdc.model import RowChange, TableInfo
+from sparkcdc.model import RowChange, RowOp, TableInfo
 from sparkcdc.model.events import split_key_updates
 from sparkcdc.storage.external import ExternalStorage
 from sparkcdc.storage.layout import TableDir, date_string, index_file_content, parse_index_file
@@ -70,6 +70,10 @@ class FlushResult:
     index_files: tuple[str, ...] = ()
 
     def __add__(self, other: FlushResult) -> FlushResult:
+        if not other.data_files and not other.schema_files and not other.index_files:
+            return self
+        if not self.data_files and not self.schema_files and not self.index_files:
+            return other
         return FlushResult(
             self.data_files + other.data_files,
             self.schema_files + other.schema_files,
@@ -101,6 +105,7 @@ class _DirState:
     last_index: int | None = None
 
 
+_EMPTY = FlushResult()
 _Key = tuple[str, str, int, int | None]  # schema, table, table version, physical id (None: no partition level)
 
 
@@ -157,31 +162,40 @@ class StorageWriter:
         if not rows:
             return self.poll()
         version = table_version if table_version is not None else max(table.version, self.sink_start_ts)
-        rows = list(rows) if self.config.output_raw_change_event else split_key_updates(list(rows))
-        result = FlushResult()
+        if not self.config.output_raw_change_event and any(r.op is RowOp.UPDATE for r in rows):
+            rows = split_key_updates(list(rows))
+        result = _EMPTY
         for pid, group in _by_physical_table(rows):
             key = self._key(table, version, pid)
             data = self.encoder.encode_txn(group)
             if not data:
                 continue
+            low = high = group[0].commit_ts
+            for r in group:
+                ts = r.commit_ts
+                if ts < low:
+                    low = ts
+                elif ts > high:
+                    high = ts
             pending = self._pending.get(key)
             if pending is None:
-                pending = self._pending[key] = _Pending(table, min_ts=group[0].commit_ts)
+                pending = self._pending[key] = _Pending(table, min_ts=low, max_ts=high)
             pending.table = table
             pending.chunks.append(data)
             pending.size += len(data)
             pending.rows += len(group)
-            pending.min_ts = min(pending.min_ts, min(r.commit_ts for r in group))
-            pending.max_ts = max(pending.max_ts, max(r.commit_ts for r in group))
+            pending.min_ts = min(pending.min_ts, low)
+            pending.max_ts = max(pending.max_ts, high)
             if pending.size >= self.config.file_size:
                 result += self._flush_keys([key])
-        return result + self.poll()
+        polled = self.poll()
+        return result if polled is _EMPTY else result + polled
 
     def poll(self) -> FlushResult:
         """Flush everything if ``flush-interval`` has passed since the last full flush."""
         if self._monotonic() - self._last_flush >= self.config.flush_interval:
             return self.flush()
-        return FlushResult()
+        return _EMPTY
 
     def flush(self) -> FlushResult:
         """Write every buffered table now (one data file per versioned table)."""
@@ -266,11 +280,14 @@ class StorageWriter:
         return last
 
 
-def _by_physical_table(rows: Sequence[RowChange]) -> list[tuple[int, list[RowChange]]]:
+def _by_physical_table(rows: Sequence[RowChange]) -> list[tuple[int, Sequence[RowChange]]]:
+    first = rows[0].physical_table_id
+    if all(r.physical_table_id == first for r in rows):
+        return [(first, rows)]
     groups: dict[int, list[RowChange]] = {}
     for r in rows:
         groups.setdefault(r.physical_table_id, []).append(r)
-    return list(groups.items())
+    return [(pid, group) for pid, group in groups.items()]
 
 
 def commit_index_files(storage: ExternalStorage, data_files: Iterable[DataFileDescriptor]) -> tuple[str, ...]:
