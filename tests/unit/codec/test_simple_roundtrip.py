@@ -131,7 +131,7 @@ def _assert_same_image(got: tuple[Any, ...] | None, want: tuple[Any, ...] | None
 
 
 @pytest.mark.parametrize("fmt", ["json", "avro"])
-@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(rows=st.lists(row_changes(), min_size=1, max_size=3))
 def test_rows_round_trip(fmt: str, rows: list[RowChange]) -> None:
     enc, dec = codec(fmt, Clock())
