@@ -262,6 +262,10 @@ def test_claim_check_round_trip(fmt: str, raw: bool) -> None:
     assert isinstance(row, RowChange)
     assert row.after == (7, "b" * 500, 2, 2.0)
     assert row.before == (7, "a" * 500, 1, 1.0)
+    missing = SimpleDecoder(cfg, claim_check_reader={}.__getitem__)
+    list(missing.decode(enc.encode_bootstrap(user_table(V1))))
+    with pytest.raises(DecodeError, match=r"cannot read claim-check file 5d3b4c1e-0000-4000-8000-000000000000\.json"):
+        list(missing.decode(encoded.message))
 
 
 def test_corrupted_checksum_is_rejected() -> None:

@@ -274,7 +274,13 @@ class SimpleDecoder:
                 f"storage ({msg.claim_check_location}); configure a claim-check reader"
             )
         name = msg.claim_check_location.rstrip("/").rsplit("/", 1)[-1]
-        data = self._claim_check_reader(name)
+        try:
+            data = self._claim_check_reader(name)
+        except (KeyError, OSError) as e:
+            raise DecodeError(
+                f"simple: cannot read claim-check file {name} for {msg.database}.{msg.table} at commit-ts "
+                f"{msg.commit_ts}: {type(e).__name__}: {e}"
+            ) from e
         if not self.config.claim_check_raw_value:
             data = claim_check_value(data, name)
         full = self.parse(data)
