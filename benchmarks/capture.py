@@ -123,7 +123,8 @@ if mode == "capture":
     n = len(RelayLog(kw["data_dir"]).transactions(0))
 else:
     h = SchemaHistory.load(kw["data_dir"])
-    n = sum(1 for c in RelayLog(kw["data_dir"]).chunks(0, 1 << 62, 1 << 30) for _ in decode_chunk(c, h))
+    n = sum(1 for c in RelayLog(kw["data_dir"]).chunks(0, 1 << 62, 1 << 30) for e in decode_chunk(c, h)
+            if hasattr(e, "op"))
 print(json.dumps({"n": n, "s": time.perf_counter() - t0,
                   "rss_mib": resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024}))
 """
@@ -191,7 +192,9 @@ def main() -> int:
                 print(f"single transaction of {args.big_rows:,} rows (relay {big['relay_mib']:.0f} MiB):")
                 for mode in ("capture", "decode"):
                     r = big[mode]
-                    print(f"  {mode:8s} peak RSS {r['rss_mib']:.0f} MiB, {r['s']:.1f} s (limit 1024 MiB)")
+                    what = "transactions in the relay" if mode == "capture" else "rows decoded"
+                    print(f"  {mode:8s} peak RSS {r['rss_mib']:.0f} MiB, {r['s']:.1f} s, {r['n']:,} {what} "
+                          "(limit 1024 MiB)")
         finally:
             db.stop()
     print(f"benchmark driver peak RSS {resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024:.0f} MiB")

@@ -11,6 +11,7 @@ not schema changes and produce nothing.
 from __future__ import annotations
 
 from dataclasses import dataclass, field, replace
+from typing import cast
 
 from sparkcdc.capture.ddl_columns import (
     fill_charsets,
@@ -105,7 +106,7 @@ def _create_body(c: Cursor, schema: str, name: str, table_id: int, version: int,
     c.expect_op("(")
     while True:
         if c.is_kw("PRIMARY", "UNIQUE", "KEY", "INDEX", "CONSTRAINT", "FOREIGN", "FULLTEXT", "SPATIAL", "CHECK",
-                   "PERIOD") and not (c.peek(1) is not None and c.is_kw("PRIMARY", "UNIQUE") is False and False):
+                   "PERIOD"):
             if c.is_kw("KEY", "INDEX", "CHECK", "PERIOD") and _looks_like_column(c):
                 _add_column(c, columns, indexes)
             else:
@@ -356,10 +357,10 @@ class DDLApplier:
             act = self._alter_spec(c, columns, indexes, default_schema)
             if isinstance(act, tuple):
                 if act[0] == "rename":
-                    new_name = act[1]
+                    new_name = cast(tuple[str, str], act[1])
                     actions.append(DDLAction.RENAME_TABLE)
                 else:
-                    charset, collation = act[1]
+                    charset, collation = cast(tuple[str, str], act[1])
                     actions.append(DDLAction.MODIFY_TABLE_CHARSET_AND_COLLATE)
             elif act is not None:
                 actions.append(act)
@@ -399,12 +400,12 @@ class DDLApplier:
             c.accept("IF", "NOT", "EXISTS")
             if c.accept_op("("):
                 while True:
-                    self._add_col(c, columns, indexes, None)
+                    self._add_col(c, columns, indexes)
                     if c.accept_op(")"):
                         break
                     c.expect_op(",")
                 return DDLAction.ADD_COLUMN
-            self._add_col(c, columns, indexes, self._position(c) if False else None)
+            self._add_col(c, columns, indexes)
             return DDLAction.ADD_COLUMN
         if c.accept("DROP"):
             if c.accept("PRIMARY", "KEY"):
@@ -510,18 +511,19 @@ class DDLApplier:
                           for col in columns]
             return ("charset", (cs, coll))
         if c.accept("DEFAULT") or c.is_kw("CHARACTER", "CHARSET", "COLLATE"):
-            cs, coll = None, None
+            new_cs: str | None = None
+            new_coll: str | None = None
             while not c.at_end() and not c.is_op(","):
                 if c.accept("CHARACTER", "SET") or c.accept("CHARSET"):
                     c.accept_op("=")
-                    cs = c.ident().lower()
+                    new_cs = c.ident().lower()
                 elif c.accept("COLLATE"):
                     c.accept_op("=")
-                    coll = c.ident().lower()
+                    new_coll = c.ident().lower()
                 else:
                     c.next()
-            cs = cs or (coll.split("_")[0] if coll else DEFAULT_CHARSET)
-            return ("charset", (cs, coll or _collation_for(cs)))
+            final_cs = new_cs or (new_coll.split("_")[0] if new_coll else DEFAULT_CHARSET)
+            return ("charset", (final_cs, new_coll or _collation_for(final_cs)))
         if c.accept("COMMENT"):
             c.accept_op("=")
             c.next()
@@ -538,7 +540,7 @@ class DDLApplier:
         c.skip_until_comma_or_close()
         return DDLAction.NONE
 
-    def _add_col(self, c: Cursor, columns: list[ColumnInfo], indexes: list[IndexInfo], _unused: object) -> None:
+    def _add_col(self, c: Cursor, columns: list[ColumnInfo], indexes: list[IndexInfo]) -> None:
         nm = c.ident()
         col, where = parse_column_def_with_pos(c, nm)
         if _find(columns, nm) >= 0:
@@ -548,10 +550,6 @@ class DDLApplier:
             indexes.insert(0, IndexInfo("PRIMARY", (nm,), primary=True, unique=True))
         elif col.unique_key:
             indexes.append(IndexInfo(nm, (nm,), unique=True))
-
-    @staticmethod
-    def _position(c: Cursor) -> None:
-        return None
 
 
 def parse_column_def_with_pos(c: Cursor, name: str) -> tuple[ColumnInfo, str | None]:

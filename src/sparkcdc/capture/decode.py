@@ -128,15 +128,15 @@ def _decode_frame(
             if typ in (b.WRITE_ROWS_V1, b.WRITE_ROWS_V2):
                 for row in dec.decode_rows(ev, start, end, False):
                     if remap is not None:
-                        row = tuple(row[k] if k >= 0 else None for k in remap)  # type: ignore[index]
-                    yield RowChange(commit_ts, info, RowOp.INSERT, None, row, tid)  # type: ignore[arg-type]
+                        row = tuple(row[k] if k >= 0 else None for k in remap)
+                    yield RowChange(commit_ts, info, RowOp.INSERT, None, row, tid)
             elif typ in (b.DELETE_ROWS_V1, b.DELETE_ROWS_V2):
                 for row in dec.decode_rows(ev, start, end, False):
                     if remap is not None:
-                        row = tuple(row[k] if k >= 0 else None for k in remap)  # type: ignore[index]
-                    yield RowChange(commit_ts, info, RowOp.DELETE, row, None, tid)  # type: ignore[arg-type]
+                        row = tuple(row[k] if k >= 0 else None for k in remap)
+                    yield RowChange(commit_ts, info, RowOp.DELETE, row, None, tid)
             else:
-                for before, after in dec.decode_rows(ev, start, end, True):  # type: ignore[misc]
+                for before, after in dec.decode_rows(ev, start, end, True):
                     if remap is not None:
                         before = tuple(before[k] if k >= 0 else None for k in remap)
                         after = tuple(after[k] if k >= 0 else None for k in remap)

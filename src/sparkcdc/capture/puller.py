@@ -21,9 +21,9 @@ import struct
 import threading
 import time
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NoReturn
 
-import pymysql
+import pymysql  # type: ignore[import-untyped]
 
 from sparkcdc.capture import binlog as b
 from sparkcdc.capture.position import BinlogPosition, StartPoint, file_seq
@@ -354,7 +354,7 @@ class Puller:
             ):
                 self._flush()
 
-    def _raise_stream_error(self, e: BaseException) -> None:
+    def _raise_stream_error(self, e: BaseException) -> NoReturn:
         if isinstance(e, pymysql.err.MySQLError) and e.args and isinstance(e.args[0], int):
             code = e.args[0]
             msg = e.args[1] if len(e.args) > 1 else str(e)

@@ -80,6 +80,10 @@ class TxnRecord:
     is_ddl: bool
 
 
+def _record(r: tuple[Any, ...]) -> TxnRecord:
+    return TxnRecord(int(r[0]), int(r[1]), int(r[2]), int(r[3]), str(r[4]), int(r[5]), str(r[6]), str(r[7]), bool(r[8]))
+
+
 @dataclass(frozen=True, slots=True)
 class Progress:
     """The puller's durable state: everything <= resolved_ts is in the relay log; resume at the position."""
@@ -148,7 +152,7 @@ class RelayLog:
             "WHERE commit_ts > ? AND commit_ts <= ? ORDER BY commit_ts",
             (start_ts_exclusive, min(end_ts_inclusive, (1 << 63) - 1)),
         ).fetchall()
-        return [TxnRecord(*r[:8], bool(r[8])) for r in rows]
+        return [_record(r) for r in rows]
 
     def position_after(self, ts: int) -> TxnRecord | None:
         """The last transaction with commit-ts <= ts (its binlog position is where a restart at ts resumes)."""
@@ -157,7 +161,7 @@ class RelayLog:
             "WHERE commit_ts <= ? ORDER BY commit_ts DESC LIMIT 1",
             (ts,),
         ).fetchone()
-        return TxnRecord(*row[:8], bool(row[8])) if row else None
+        return _record(row) if row else None
 
     def chunks(self, start_ts_exclusive: int, end_ts_inclusive: int, target_bytes: int = 8 << 20) -> list[ChunkRef]:
         """Transaction-aligned chunks covering commit-ts in (start, end], in commit order. A chunk holds

@@ -274,7 +274,7 @@ class SchemaTracker:
         meta = dict(self.conn.execute("SELECT k, v FROM schema_meta ORDER BY ts").fetchall())
         self.state.databases = json.loads(meta.get("databases", "{}"))
         self.state.next_table_id = int(meta.get("next_table_id", "100"))
-        self.stale = {tuple(x) for x in json.loads(meta.get("stale", "[]"))}  # type: ignore[misc]
+        self.stale = {(str(x[0]), str(x[1])) for x in json.loads(meta.get("stale", "[]"))}
         self.bootstrapped = "bootstrap_ts" in meta
         hist = SchemaHistory.from_connection(self.conn)
         for key, versions in hist.versions.items():

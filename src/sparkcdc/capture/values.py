@@ -214,6 +214,7 @@ def make_datetime2_reader(fsp: int) -> Callable[[bytes, int], str]:
         x = int.from_bytes(b[p : p + size], "big")
         packed = (x >> (8 * fb)) - 0x8000000000
         micro = (x & ((1 << (8 * fb)) - 1)) * scale
-        return date[packed >> 17] + hms[packed & 0x1FFFF] + fmt % (micro // div)
+        frac: str = fmt % (micro // div)
+        return date[packed >> 17] + hms[packed & 0x1FFFF] + frac
 
     return read

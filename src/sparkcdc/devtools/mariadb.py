@@ -190,7 +190,7 @@ class MariaDB:
             return False
 
     def _create_cdc_user(self) -> None:
-        import pymysql
+        import pymysql  # type: ignore[import-untyped]
 
         conn = pymysql.connect(unix_socket=str(self.socket_path), user="root", password="")
         try:
