@@ -9,9 +9,10 @@ never resolvable (DecodeError naming table and version) when:
 * a DDL or BOOTSTRAP stores a *newer* version of the same table while rows of an older version are still
   held: later DDLs only carry the current version as ``preTableSchema`` and bootstraps only the current
   version, so the old one can never arrive;
-* bootstraps are enabled and a WATERMARK was built more than one bootstrap period (interval + TiCDC's 5 s
-  tick + ``BOOTSTRAP_GRACE_MS``) after the held row: TiCDC re-sends a BOOTSTRAP for every active table at
-  least that often, and bootstraps reach every partition before later watermarks.
+* bootstraps are enabled (and sent to all partitions) and a WATERMARK was built more than one bootstrap
+  period (interval + TiCDC's 5 s tick + ``BOOTSTRAP_GRACE_MS``) after the held row: TiCDC re-sends a
+  BOOTSTRAP for every active table at least that often, and it reaches every partition before later
+  watermarks. ``buildTs`` is TiCDC's wall clock; the grace absorbs clock skew between captures.
 
 Release order: rows resolved by a DDL that committed before it come first, then the DDL, then the rest;
 rows resolved by a BOOTSTRAP follow the bootstrap event. While any row is held, WATERMARK events are held
@@ -237,7 +238,7 @@ class SimpleDecoder:
                 )
 
     def _check_watermark(self, msg: SimpleMessage) -> None:
-        if not self._held or not self.config.bootstrap_enabled:
+        if not self._held or not self.config.bootstrap_enabled or not self.config.send_bootstrap_to_all_partition:
             return
         period_ms = self.config.send_bootstrap_interval_in_sec * 1000 + BOOTSTRAP_TICK_MS + BOOTSTRAP_GRACE_MS
         first = self._held[0]
