@@ -11,7 +11,7 @@ from sparkcdc.consumer.downstream import MysqlTarget
 from sparkcdc.consumer.mysql_applier import Checkpoint, MysqlApplier
 from sparkcdc.errors import SparkcdcError
 from sparkcdc.model import ColumnInfo, DDLAction, RowChange, RowOp, TableInfo
-from tests.integration.consumer.conftest import run_sql
+from tests.integration.consumer.servers import run_sql
 
 pytestmark = pytest.mark.integration
 

@@ -12,7 +12,7 @@ from sparkcdc.consumer.storage_reader import ReaderConfig
 from sparkcdc.errors import CorruptDataError
 from sparkcdc.model import ColumnInfo, DDLAction
 from sparkcdc.storage.external import ExternalStorage
-from tests.integration.consumer.conftest import run_sql
+from tests.integration.consumer.servers import run_sql
 from tests.unit.consumer.trees import Tree, canal_row, csv_row, table
 
 pytestmark = pytest.mark.integration
