@@ -89,15 +89,30 @@ class ChangefeedManager:
 
     # -- lifecycle ----------------------------------------------------------------------------------------
     def start(self, *, poll: bool = True) -> None:
-        """Restart every changefeed that should run (normal/warning/pending), then poll the runner."""
-        with self._lock:
-            for info, status in self.store.list():
+        """Restart every changefeed that should run (normal/warning/pending), then poll the runner.
+
+        With ``poll`` the restarts happen on the poller thread, so the Open API answers while slow pipelines
+        (a SparkSession takes seconds) come up; without it (tests) they happen before this returns.
+        """
+        if not poll:
+            self.resume_all()
+            return
+        self._poller = threading.Thread(target=self._poll_loop, name="changefeed-poller", daemon=True)
+        self._poller.start()
+
+    def resume_all(self) -> None:
+        """Start the runner of every stored changefeed in a running state (after a server restart)."""
+        for info, _ in self.store.list(None):
+            if self._stop.is_set():
+                return
+            with self._lock:
+                try:
+                    info, status = self.store.get(info.namespace, info.id)  # may have changed meanwhile
+                except ChangefeedNotFound:
+                    continue
                 if info.state in RUNNING:
                     log.info("resuming changefeed=%s checkpoint=%d", info.id, status.checkpoint_ts)
                     self._start_runner(info, status.checkpoint_ts)
-        if poll:
-            self._poller = threading.Thread(target=self._poll_loop, name="changefeed-poller", daemon=True)
-            self._poller.start()
 
     def close(self) -> None:
         self._stop.set()
@@ -110,6 +125,10 @@ class ChangefeedManager:
                 log.exception("runner failed to close")
 
     def _poll_loop(self) -> None:
+        try:
+            self.resume_all()
+        except Exception:
+            log.exception("resuming changefeeds failed")
         while not self._stop.wait(self.poll_interval):
             try:
                 self.poll_once()

@@ -40,15 +40,20 @@ def validate_changefeed_id(changefeed_id: str) -> None:
     """TiCDC's rule: ``^[a-zA-Z0-9]+(-[a-zA-Z0-9]+)*$``, at most 128 characters. Raises ConfigError."""
     if not isinstance(changefeed_id, str) or not _ID_RE.match(changefeed_id) or len(changefeed_id) > 128:
         raise ConfigError(
-            f"invalid changefeed_id: {changefeed_id}; it must match ^[a-zA-Z0-9]+(\\-[a-zA-Z0-9]+)*$ and be at most "
-            f'{CHANGEFEED_ID_MAX_LEN} characters long, eg, "simple-changefeed-task"',
+            f"invalid changefeed_id: {_shown(changefeed_id)}; it must match ^[a-zA-Z0-9]+(\\-[a-zA-Z0-9]+)*$ "
+            f'and be at most {CHANGEFEED_ID_MAX_LEN} characters long, eg, "simple-changefeed-task"',
             code=ERR_API_INVALID_PARAM,
         )
 
 
 def validate_namespace(namespace: str) -> None:
     if not isinstance(namespace, str) or not _ID_RE.match(namespace) or len(namespace) > 128:
-        raise ConfigError(f"invalid namespace: {namespace}", code=ERR_API_INVALID_PARAM)
+        raise ConfigError(f"invalid namespace: {_shown(namespace)}", code=ERR_API_INVALID_PARAM)
+
+
+def _shown(name: object) -> str:
+    """A user-given name for a one-line message: as typed when printable, else Python-quoted."""
+    return name if isinstance(name, str) and name.isprintable() else repr(name)
 
 
 def new_changefeed_id() -> str:
@@ -82,7 +87,17 @@ class RunningError:
 
 
 def now_rfc3339() -> str:
-    return datetime.now(UTC).astimezone().isoformat(timespec="microseconds")
+    """Now as Go's ``time.RFC3339Nano`` in the local zone: trailing zeros trimmed, ``Z`` for UTC."""
+    now = datetime.now(UTC).astimezone()
+    text = now.strftime("%Y-%m-%dT%H:%M:%S")
+    if now.microsecond:
+        text += f".{now.microsecond:06d}".rstrip("0")
+    offset = now.utcoffset()
+    if not offset:
+        return text + "Z"
+    minutes = int(offset.total_seconds()) // 60
+    sign = "+" if minutes >= 0 else "-"
+    return text + f"{sign}{abs(minutes) // 60:02d}:{abs(minutes) % 60:02d}"
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,47 @@
+"""Changefeed id rules, records and their text forms."""
+
+from __future__ import annotations
+
+import re
+
+import pytest
+
+from sparkcdc.errors import ConfigError, StorageError
+from sparkcdc.server.model import (
+    ChangefeedInfo,
+    RunningError,
+    new_changefeed_id,
+    now_rfc3339,
+    validate_changefeed_id,
+)
+
+
+@pytest.mark.parametrize("cf", ["a", "simple-replication-task", "A1-b2-C3", "x" * 128, new_changefeed_id()])
+def test_valid_ids(cf: str) -> None:
+    validate_changefeed_id(cf)
+
+
+@pytest.mark.parametrize("cf", ["", "-a", "a-", "a--b", "a_b", "a.b", "a b", "ä", "x" * 129, "a\n"])
+def test_invalid_ids(cf: str) -> None:
+    with pytest.raises(ConfigError) as e:
+        validate_changefeed_id(cf)
+    assert e.value.code == "CDC:ErrAPIInvalidParam"
+    assert "\n" not in str(e.value)
+
+
+def test_running_error_from_exceptions() -> None:
+    err = RunningError.from_exception(StorageError("put failed\nsecond line"), "127.0.0.1:8300")
+    assert err.code == "CDC:ErrExternalStorageAPI" and err.message == "put failed" and err.addr == "127.0.0.1:8300"
+    other = RunningError.from_exception(KeyError("x"))
+    assert other.code == "CDC:ErrProcessorUnknown" and other.message.startswith("KeyError")
+    assert RunningError.from_record(err.to_record()) == err
+
+
+def test_now_is_go_rfc3339() -> None:
+    assert re.fullmatch(r"\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d*[1-9])?(Z|[+-]\d\d:\d\d)", now_rfc3339())
+
+
+def test_info_repr_masks_secrets() -> None:
+    info = ChangefeedInfo(id="cf", sink_uri="s3://b/p?protocol=csv&secret-access-key=TOPSECRET", start_ts=1)
+    assert "TOPSECRET" not in repr(info) and "TOPSECRET" not in str(info)
+    assert ChangefeedInfo.from_record(info.to_record()) == info
