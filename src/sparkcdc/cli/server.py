@@ -21,8 +21,10 @@ from sparkcdc.server.runner import RUNNERS
 @click.option(
     "--upstream",
     default=None,
+    envvar="SPARKCDC_UPSTREAM",
     metavar="mysql://user:password@host:port",
-    help="Upstream MySQL/MariaDB server (row-based binlog) to capture from.",
+    help="Upstream MySQL/MariaDB server (row-based binlog) to capture from; also read from $SPARKCDC_UPSTREAM, "
+    "which keeps the password out of the process list.",
 )
 @click.option("--spark-master", default="local[*]", show_default=True, help="Spark master URL for the pipelines.")
 @click.option(
