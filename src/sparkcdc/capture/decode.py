@@ -17,7 +17,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from sparkcdc.capture import binlog as b
 from sparkcdc.capture.ddl import SYSTEM_SCHEMAS
-from sparkcdc.capture.relay_log import FLAG_CHECKSUM, FLAG_DDL, ChunkRef, iter_frames, open_chunk
+from sparkcdc.capture.relay_log import FLAG_CHECKSUM, FLAG_DDL, ChunkRef, RelayLog, iter_frames, open_chunk
 from sparkcdc.capture.row_decoder import RowDecoder
 from sparkcdc.capture.schema_history import SchemaHistory, table_from_map
 from sparkcdc.capture.table_map import TableMap, parse_table_map
@@ -44,6 +44,25 @@ def resolve_tz(tz: tzinfo | str | None) -> tzinfo:
         return ZoneInfo(tz)
     except (ZoneInfoNotFoundError, ValueError) as e:
         raise ConfigError(f"unknown time zone {tz!r}; use an IANA name such as UTC or Asia/Shanghai") from e
+
+
+_HISTORIES: dict[str, tuple[int, SchemaHistory]] = {}
+
+
+def _cached_history(data_dir: str, need_ts: int) -> SchemaHistory:
+    """Per-process cache of a data dir's schema history. History up to the relay's resolved ts never changes,
+    so a cached copy serves every chunk whose last commit-ts it covers; otherwise it is reloaded."""
+    cached = _HISTORIES.get(data_dir)
+    if cached is not None and cached[0] >= need_ts:
+        return cached[1]
+    relay = RelayLog(data_dir)
+    try:
+        resolved = relay.resolved_ts()
+    finally:
+        relay.close()
+    history = SchemaHistory.load(data_dir)
+    _HISTORIES[data_dir] = (resolved, history)
+    return history
 
 
 def _warn_once(kind: str, schema: str, table: str, message: str, *args: Any) -> None:
@@ -91,7 +110,11 @@ def decode_chunk(
     table) unless ``force_replicate``. Raises CorruptDataError on a damaged chunk, StorageError when the
     segment cannot be read.
     """
-    history = schema_source if isinstance(schema_source, SchemaHistory) else SchemaHistory.load(schema_source)
+    if isinstance(schema_source, SchemaHistory):
+        history = schema_source
+    else:
+        need = source.last_ts if isinstance(source, ChunkRef) else 1 << 63
+        history = _cached_history(str(schema_source), need)
     zone = resolve_tz(tz)
     stream, length, name = open_chunk(source)
     try:

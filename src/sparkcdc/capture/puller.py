@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import queue
+import socket
 import struct
 import threading
 import time
@@ -270,9 +271,15 @@ class Puller:
     def _close_stream(self) -> None:
         conn, self._conn = self._conn, None
         if conn is not None:
+            sock = getattr(conn, "_sock", None)
+            try:
+                if sock is not None:
+                    sock.shutdown(socket.SHUT_RDWR)  # wakes the reader thread blocked in recv()
+            except OSError:
+                pass
             try:
                 conn._force_close() if hasattr(conn, "_force_close") else conn.close()
-            except Exception:
+            except Exception:  # closing a broken socket must not mask the original error
                 pass
         if self._reader is not None:
             self._reader.join(timeout=5)

@@ -21,7 +21,7 @@ from sparkcdc.capture.relay_log import (
     open_chunk,
 )
 from sparkcdc.capture.values import decimal_size, read_datetime2, read_decimal, read_time2
-from sparkcdc.errors import CorruptDataError
+from sparkcdc.errors import CorruptDataError, StorageError
 from sparkcdc.model.ddl_action import DDLAction
 
 
@@ -183,3 +183,44 @@ def test_relay_writer_frames_spill_and_recover(tmp_path: Path) -> None:
 
     with pytest.raises(CorruptDataError):
         list(decode_chunk(bytes(data), SchemaHistory({}, {})))
+
+
+def _txn(w: RelayLogWriter, ts: int, size: int = 500) -> None:
+    w.begin()
+    w.append(struct.pack("<IBIIIH", 1, 16, 1, 19 + size, 100, 0) + b"\x00" * size)
+    w.commit(ts, 0, "mysql-bin.000001", 100 + ts, f"0-1-{ts}", f"0-1-{ts}")
+
+
+def test_segments_rotate_and_gc_below_checkpoint(tmp_path: Path) -> None:
+    w = RelayLogWriter(tmp_path, segment_bytes=1500)
+    for ts in range(1, 11):
+        _txn(w, ts)
+    w.flush(Progress(10, 10, "mysql-bin.000001", 110, "0-1-10"))
+    segments = sorted((tmp_path / "relay").glob("*.seg"))
+    assert len(segments) == 4  # 3 frames of ~550 bytes per 1500-byte segment
+    relay = RelayLog(tmp_path)
+    assert all(c.txn_count <= 3 for c in relay.chunks(0, 10, 1 << 30))  # chunks never span segments
+    deleted = relay.gc(7)  # transactions 1..6 are below the checkpoint: segments 1 and 2 go
+    assert [Path(p).name for p in deleted] == [s.name for s in segments[:2]]
+    assert [t.commit_ts for t in relay.transactions()] == [7, 8, 9, 10]
+    assert relay.gc(100) == [str(segments[2])]  # never the newest segment
+    w.close()
+
+
+def test_rewind_and_reopen(tmp_path: Path) -> None:
+    from sparkcdc.capture.relay_log import rewind
+
+    w = RelayLogWriter(tmp_path)
+    for ts in range(1, 6):
+        _txn(w, ts)
+    w.flush(Progress(5, 5, "mysql-bin.000001", 105, "0-1-5"))
+    w.close()
+    progress = rewind(tmp_path, 3)
+    assert progress == Progress(3, 3, "mysql-bin.000001", 103, "0-1-3")
+    relay = RelayLog(tmp_path)
+    assert relay.resolved_ts() == 3 and [t.commit_ts for t in relay.transactions()] == [1, 2, 3]
+    w2 = RelayLogWriter(tmp_path)
+    assert w2.offset == sum(t.length for t in relay.transactions())
+    w2.close()
+    with pytest.raises(StorageError):
+        rewind(tmp_path, 99)
