@@ -5,6 +5,8 @@ from __future__ import annotations
 import pickle
 
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
 from sparkcdc.errors import ConfigError
 from sparkcdc.filter.table_filter import TableFilter, is_system_schema
@@ -163,3 +165,39 @@ def test_pickles() -> None:
     assert back.rules == flt.rules
     assert back.match_table("DB", "y") and not back.match_table("db", "x")
     assert "db.*" in repr(back)
+
+
+@pytest.mark.parametrize(
+    ("rule", "table", "expected"),
+    [
+        ("db.t[\\]x]", "t]", True),
+        ("db.t[\\]x]", "tx", True),
+        ("db.t[\\]x]", "ty", False),
+        ("db.t[a-c-]", "t-", True),
+        ("db.t[&&]", "t&", True),
+        ("db.t[~|]", "t|", True),
+        ("db.[!t]*", "table", False),
+        ("db.[!t]*", "x", True),
+    ],
+)
+def test_character_classes(rule: str, table: str, expected: bool) -> None:
+    assert f(rule, cs=True).match_table("db", table) is expected
+
+
+_NAMES = st.text(st.characters(blacklist_categories=("Cs",), blacklist_characters="\x00"), min_size=1, max_size=20)
+
+
+@given(schema=_NAMES, table=_NAMES, other=_NAMES)
+def test_backquoted_names_match_exactly(schema: str, table: str, other: str) -> None:
+    rule = "`{}`.`{}`".format(schema.replace("`", "``"), table.replace("`", "``"))
+    flt = f(rule, cs=True)
+    assert flt.match_table(schema, table)
+    assert flt.match_table(schema, other) is (other == table)
+    dq = '"{}"."{}"'.format(schema.replace('"', '""'), table.replace('"', '""'))
+    assert f(dq, cs=True).match_table(schema, table)
+
+
+@given(schema=_NAMES, table=_NAMES)
+def test_star_rules_match_everything(schema: str, table: str) -> None:
+    assert f("*.*").match_table(schema, table)
+    assert not f("*.*", "!*.*").match_table(schema, table)
