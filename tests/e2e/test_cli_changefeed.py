@@ -74,6 +74,9 @@ class CdcServer:
             except httpx.HTTPError:
                 pass
             time.sleep(0.05)
+        self.proc.kill()
+        self.proc.wait()
+        self.proc = None
         raise AssertionError("cdc server did not become healthy in 30 s")
 
     def kill9(self) -> None:
