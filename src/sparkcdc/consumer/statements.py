@@ -18,8 +18,9 @@ does not replicate key-less tables by default either).
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any
 
 from sparkcdc.consumer.downstream import quote_ident, quote_table
 from sparkcdc.consumer.sql_values import literal, row_tuple
@@ -73,12 +74,15 @@ def _groups_by_shape(rows: Sequence[RowChange]) -> Iterator[list[RowChange]]:
     """Consecutive rows sharing one column layout (canal-json builds a table per message)."""
     group: list[RowChange] = []
     shape: tuple[str, ...] | None = None
+    last: TableInfo | None = None
     for r in rows:
-        s = (r.table.schema, r.table.table, *(c.name for c in r.table.columns))
-        if shape is not None and s != shape:
-            yield group
-            group = []
-        shape = s
+        if r.table is not last:  # decoders share one TableInfo per table version: compare shapes rarely
+            last = r.table
+            s = (last.schema, last.table, *(c.name for c in last.columns))
+            if shape is not None and s != shape:
+                yield group
+                group = []
+            shape = s
         group.append(r)
     if group:
         yield group
@@ -87,17 +91,17 @@ def _groups_by_shape(rows: Sequence[RowChange]) -> Iterator[list[RowChange]]:
 def _compacted(
     rows: list[RowChange], table: TableInfo, keys: tuple[int, ...], max_bytes: int
 ) -> tuple[list[str], int, int]:
-    final: dict[tuple[object, ...], tuple[object, ...] | None] = {}
+    final: dict[object, tuple[object, ...] | None] = {}
+    key = _key_function(keys)
+    delete, insert = RowOp.DELETE, RowOp.INSERT
     for r in rows:
-        if r.op is RowOp.DELETE:
-            assert r.before is not None
-            final[_key(r.before, keys)] = None
-        elif r.op is RowOp.INSERT:
-            assert r.after is not None
-            final[_key(r.after, keys)] = r.after
+        op = r.op
+        if op is delete:
+            final[key(r.before)] = None
+        elif op is insert:
+            final[key(r.after)] = r.after
         else:
-            assert r.before is not None and r.after is not None
-            old, new = _key(r.before, keys), _key(r.after, keys)
+            old, new = key(r.before), key(r.after)
             if old != new:
                 final[old] = None
             final[new] = r.after
@@ -108,11 +112,11 @@ def _compacted(
     if gone:
         if len(keys) == 1:
             head = f"DELETE FROM {name} WHERE {quote_ident(table.columns[keys[0]].name)} IN ("
-            items = [literal(k[0]) for k in gone]
+            items = [literal(k) for k in gone]
         else:
             cols = ",".join(quote_ident(table.columns[i].name) for i in keys)
             head = f"DELETE FROM {name} WHERE ({cols}) IN ("
-            items = [row_tuple(k) for k in gone]
+            items = [row_tuple(k) for k in gone]  # type: ignore[arg-type]
         statements.extend(_chunked(head, items, ")", max_bytes))
     if images:
         cols_pos = writable_positions(table)
@@ -126,8 +130,12 @@ def _compacted(
     return statements, len(images), len(gone)
 
 
-def _key(values: tuple[object, ...], keys: tuple[int, ...]) -> tuple[object, ...]:
-    return tuple(values[i] for i in keys)
+def _key_function(keys: tuple[int, ...]) -> Callable[[Any], object]:
+    """The compaction key of an image: the value itself for a one-column key, else a tuple."""
+    if len(keys) == 1:
+        k = keys[0]
+        return lambda values: values[k]
+    return lambda values: tuple(values[i] for i in keys)
 
 
 def _chunked(head: str, items: list[str], tail: str, max_bytes: int) -> Iterator[str]:
