@@ -290,21 +290,20 @@ def _message(native: Any) -> SimpleMessage:
             current=as_int(c.get("current"), "checksum.current") & 0xFFFFFFFF,
             previous=as_int(c.get("previous"), "checksum.previous") & 0xFFFFFFFF,
         )
-    location = body.get("claimCheckLocation")
-    handle_key_only = body.get("handleKeyOnly")
-    data = body.get("data")
-    old = body.get("old")
+    # fastavro only yields values of the schema's types, so the DML members need no further checks.
+    location = body["claimCheckLocation"]
+    schema_version = body["schemaVersion"]
     return SimpleMessage(
         msg_type,
         commit_ts,
         build_ts,
-        database=as_str(body.get("database"), "database"),
-        table=as_str(body.get("table"), "table"),
-        table_id=as_int(body.get("tableID"), "tableID"),
-        schema_version=table_schema.from_int64(as_int(body.get("schemaVersion"), "schemaVersion")),
-        claim_check_location="" if location is None else as_str(location, "claimCheckLocation"),
-        handle_key_only=False if handle_key_only is None else as_bool(handle_key_only, "handleKeyOnly"),
+        database=body["database"],
+        table=body["table"],
+        table_id=body["tableID"],
+        schema_version=schema_version + (1 << 64) if schema_version < 0 else schema_version,
+        claim_check_location="" if location is None else location,
+        handle_key_only=body["handleKeyOnly"] is True,
         checksum=checksum,
-        data=None if data is None else as_object(data, "data"),
-        old=None if old is None else as_object(old, "old"),
+        data=body["data"],
+        old=body["old"],
     )
