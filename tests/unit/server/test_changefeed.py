@@ -9,7 +9,7 @@ import pytest
 from sparkcdc.errors import ConfigError, UpstreamError
 from sparkcdc.server.changefeed import ChangefeedManager, CreateRequest, states_needed
 from sparkcdc.server.config import ReplicaConfig
-from sparkcdc.server.model import FeedState, RunningError
+from sparkcdc.server.model import ChangefeedInfo, FeedState, RunningError
 from sparkcdc.server.store import MetaStore
 from tests.unit.server.fakes import NOW, OLDEST, SINK, FakeRunner
 
@@ -249,3 +249,12 @@ def test_poller_thread_applies_status(tmp_path: Path) -> None:
         assert info.state == FeedState.FINISHED and status.checkpoint_ts == start - 10
     finally:
         m.close()
+
+
+def test_noop_runner_honours_the_contract() -> None:
+    from sparkcdc.server.runner import NoopRunner
+    from tests.unit.server.runner_contract import check_runner_contract
+
+    runner = NoopRunner()
+    now = runner.current_tso()
+    check_runner_contract(runner, ChangefeedInfo(id="cf1", sink_uri=SINK, start_ts=now - 1000))
