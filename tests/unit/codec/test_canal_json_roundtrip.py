@@ -343,3 +343,16 @@ def test_watermark_round_trip(ts: int) -> None:
     assert encoder.emits_watermarks
     [event] = list(CanalJsonMessageDecoder().decode(encoder.encode_watermark(ts)))
     assert event.ts == ts  # type: ignore[union-attr]
+
+
+@pytest.mark.parametrize("count", [1, 6, 7, 9])
+def test_many_unsigned_promotions(count: int) -> None:
+    columns = tuple(ColumnInfo(f"c{i}", "int", unsigned=True) for i in range(count))
+    table = TableInfo("db", "t", 1, columns)
+    values = tuple(2**32 - 1 if i % 2 else 5 for i in range(count))
+    row = RowChange(1, table, RowOp.DELETE, values, None)
+    line = CanalJsonTxnEncoder(now_ms=lambda: 1).encode_txn([row, row])
+    codes = orjson.loads(line.split(b"\r\n")[1])["sqlType"]
+    assert codes == {f"c{i}": -5 if i % 2 else 4 for i in range(count)}
+    [got, _] = list(CanalJsonFileDecoder().decode_file(line, table))
+    assert got.before == values

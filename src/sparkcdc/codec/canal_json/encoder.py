@@ -366,14 +366,17 @@ class CanalJsonTxnEncoder:
         per_line = self._fix_per_line
         plans = self._plans
         out: list[bytes] = []
+        append = out.append
         last_table: TableInfo | None = None
         last_cts = -1
         plan: _TablePlan | None = None
+        fast = None
         mid = tail = b""
         for row in rows:
             table = row.table
             if table is not last_table or plan is None:
                 plan = plans.get(table)
+                fast = plan.fast_line
                 last_table = table
             cts = row.commit_ts
             if cts != last_cts:
@@ -381,10 +384,12 @@ class CanalJsonTxnEncoder:
                 tail = _tail(config, cts, b"" if per_line else terminator)
                 last_cts = cts
             try:
-                line = plan.fast_line(row, mid, tail)
+                line = fast(row, mid, tail)  # type: ignore[misc]  # set with plan
             except _FAST_PATH_ERRORS:
                 line = plan.checked_line(row, mid, tail)
-            out.append(html_fix(line) + terminator if per_line else line)
+            if per_line:
+                line = html_fix(line) + terminator
+            append(line)
         data = b"".join(out)
         return data if per_line else html_fix(data)
 
@@ -408,8 +413,8 @@ class CanalJsonMessageEncoder:
     def encode_row(self, row: RowChange) -> Message:
         plan = self._plans.get(row.table)
         mid = str(row.commit_ts >> 18).encode() + b',"ts":' + str(self._now_ms()).encode()
-        line = plan.line(row, mid, _tail(self.config, row.commit_ts, b""))
-        return Message(key=None, value=go_fix(line))
+        line = plan.line(row, mid, _tail(self.config, row.commit_ts, b""))  # BS/FF already fixed
+        return Message(key=None, value=html_fix(line))
 
     def _struct_message(
         self, *, schema: str, table: str, is_ddl: bool, kind: str, es: int, sql: str, tidb: bytes
