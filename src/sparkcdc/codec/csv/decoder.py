@@ -42,7 +42,6 @@ from sparkcdc.errors import DecodeError
 from sparkcdc.model import ColumnInfo, RowChange, RowOp, TableInfo
 from sparkcdc.model.column_type import BLOB_TYPES, INTEGER_TYPES
 
-_INT_RE: Final = re.compile(r"-?[0-9]+")
 _UINT_RE: Final = re.compile(r"[0-9]+")
 _FLOAT_RE: Final = re.compile(r"[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?|[-+]?Inf|NaN")
 _DECIMAL_RE: Final = re.compile(r"-?[0-9]+(?:\.[0-9]+)?")
@@ -60,10 +59,11 @@ _INT_BITS: Final = {"tinyint": 8, "smallint": 16, "mediumint": 24, "int": 32, "b
 
 def _int_parser(signed: bool, bits: int = 64) -> Callable[[str], int]:
     low, high = (-(1 << (bits - 1)), (1 << (bits - 1)) - 1) if signed else (0, (1 << bits) - 1)
-    pattern = _INT_RE if signed else _UINT_RE
 
     def parse(text: str) -> int:
-        if not pattern.fullmatch(text):
+        # str methods instead of a regex: int() alone would accept "1_0", " 1", "+1" and non-ASCII digits
+        digits = text[1:] if signed and text[:1] == "-" else text
+        if not (digits.isascii() and digits.isdigit()):
             raise _FieldError(f"{text[:40]!r} is not an {'' if signed else 'unsigned '}integer")
         value = int(text)
         if not low <= value <= high:
@@ -138,10 +138,6 @@ def _set_parser(col: ColumnInfo) -> Callable[[str], int]:
     return parse
 
 
-def _identity(text: str) -> str:
-    return text
-
-
 def column_parser(col: ColumnInfo, cfg: CsvConfig) -> Callable[[str], Any]:
     """The function that turns a non-NULL field of ``col`` into its model value (raises ``ValueError``)."""
     t = col.type
@@ -161,7 +157,7 @@ def column_parser(col: ColumnInfo, cfg: CsvConfig) -> Callable[[str], Any]:
         return _enum_parser(col)
     if t == "set":
         return _set_parser(col)
-    return _identity
+    return str  # text, temporal, JSON, vector: the field itself (str() returns the same object)
 
 
 class _Grammar:
