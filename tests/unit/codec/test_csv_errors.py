@@ -143,6 +143,13 @@ def test_encode_errors_name_the_column(values: tuple[Any, ...], message: str) ->
     assert str(err.value).startswith("db.t: ")
 
 
+def test_encode_error_in_common_handle_key() -> None:
+    table = TableInfo("db", "e", 3, (ColumnInfo("k", "enum", elements=("x",), nullable=False, handle_key=True),))
+    encoder = CsvEncoder(CsvConfig.from_options({"output-handle-key": True}))
+    with pytest.raises(EncodeError, match=r"^db\.e: cannot write the handle key: enum index 0 out of range"):
+        encoder.encode_txn([RowChange(1, table, RowOp.INSERT, None, (0,))])
+
+
 def test_encode_error_on_unencodable_text() -> None:
     with pytest.raises(EncodeError, match="not encodable as UTF-8"):
         CsvEncoder().encode_txn([RowChange(1, TABLE, RowOp.INSERT, None, (1, "\ud800", None, 1, 0))])

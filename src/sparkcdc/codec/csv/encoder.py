@@ -214,7 +214,14 @@ class _TableFormatter:
         if len(positions) == 1 and table.columns[positions[0]].type in INTEGER_TYPES:
             at = positions[0]
             return lambda image: fmt(str(image[at]))
-        return lambda image: fmt(handle_key_text(table, image) or "")
+
+        def common_handle(image: Row) -> str:
+            try:
+                return fmt(handle_key_text(table, image) or "")
+            except (TypeError, ValueError, AttributeError, IndexError) as e:
+                raise EncodeError(f"{table.qualified_name}: cannot write the handle key: {e}") from e
+
+        return common_handle
 
     def format_values(self, image: Row) -> str:
         """``D + field`` for every non-virtual column; EncodeError names the column that cannot be written."""
