@@ -22,7 +22,6 @@ from sparkcdc.codec.base import Message
 from sparkcdc.codec.canal_json.config import CanalJsonConfig
 from sparkcdc.codec.canal_json.message import (
     DDL_ACTION_OF_TYPE,
-    DML_MEMBERS,
     DML_TYPES,
     TIDB_MEMBER,
     TIDB_MEMBERS,
@@ -33,7 +32,6 @@ from sparkcdc.codec.canal_json.values import Parser, parser_for
 from sparkcdc.errors import ConfigError, DecodeError
 from sparkcdc.model import ColumnInfo, DDLEvent, Event, ResolvedEvent, RowChange, RowOp, TableInfo
 
-_ALLOWED: Final = frozenset((*DML_MEMBERS, TIDB_MEMBER))
 _REQUIRED: Final = ("database", "table", "isDdl", "type")
 _OPS: Final = {"INSERT": RowOp.INSERT, "UPDATE": RowOp.UPDATE, "DELETE": RowOp.DELETE}
 _TYPE_NAMES: Final = {
@@ -62,6 +60,26 @@ def _expect(obj: Mapping[str, Any], member: str, *kinds: type) -> Any:
     return value
 
 
+_NONE = type(None)
+# member -> accepted Python types after orjson.loads (bool is not int here: types are compared exactly)
+_MEMBER_KINDS: Final[dict[str, tuple[type, ...]]] = {
+    "id": (int,),
+    "database": (str,),
+    "table": (str,),
+    "pkNames": (list, _NONE),
+    "isDdl": (bool,),
+    "type": (str,),
+    "es": (int,),
+    "ts": (int,),
+    "sql": (str,),
+    "sqlType": (dict, _NONE),
+    "mysqlType": (dict, _NONE),
+    "old": (list, _NONE),
+    "data": (list, _NONE),
+    TIDB_MEMBER: (dict, _NONE),
+}
+
+
 def _load_object(line: bytes) -> dict[str, Any]:
     """Parse and shape-check one canal-json object; raises location-free DecodeErrors."""
     try:
@@ -70,34 +88,18 @@ def _load_object(line: bytes) -> dict[str, Any]:
         raise DecodeError(f"invalid JSON ({e})") from None
     if type(obj) is not dict:
         raise DecodeError(f"expected a JSON object, got {_json_type(obj)}")
-    if not _ALLOWED.issuperset(obj):
-        unknown = sorted(set(obj) - _ALLOWED)
-        raise DecodeError(f"unknown member(s) {', '.join(map(repr, unknown))}")
+    kinds_of = _MEMBER_KINDS
+    for member, value in obj.items():
+        kinds = kinds_of.get(member)
+        if kinds is None:
+            unknown = sorted(set(obj) - set(kinds_of))
+            raise DecodeError(f"unknown member(s) {', '.join(map(repr, unknown))}")
+        if type(value) not in kinds:
+            _expect(obj, member, *kinds)  # raises with the member named
     for member in _REQUIRED:
         if member not in obj:
             raise DecodeError(f"missing member {member!r}")
-    _expect(obj, "database", str)
-    _expect(obj, "table", str)
-    _expect(obj, "isDdl", bool)
-    _expect(obj, "type", str)
-    for member, kinds in _OPTIONAL_KINDS:
-        if member in obj:
-            _expect(obj, member, *kinds)
     return obj
-
-
-_OPTIONAL_KINDS: Final[tuple[tuple[str, tuple[type, ...]], ...]] = (
-    ("id", (int,)),
-    ("es", (int,)),
-    ("ts", (int,)),
-    ("sql", (str,)),
-    ("pkNames", (list, type(None))),
-    ("sqlType", (dict, type(None))),
-    ("mysqlType", (dict, type(None))),
-    ("data", (list, type(None))),
-    ("old", (list, type(None))),
-    (TIDB_MEMBER, (dict, type(None))),
-)
 
 
 def _tidb_number(obj: Mapping[str, Any], member: str) -> int:
@@ -132,14 +134,12 @@ def _images(obj: Mapping[str, Any], op: RowOp) -> tuple[list[dict[str, Any]], li
 
 
 def _image_list(value: Any, member: str) -> list[dict[str, Any]]:
+    """The images of ``data``/``old``; their values are type-checked while decoding (``_RowPlan.values``)."""
     if type(value) is not list:
         raise DecodeError(f"member {member!r} must be an array of objects, got {_json_type(value)}")
     for image in value:
         if type(image) is not dict:
             raise DecodeError(f"member {member!r} must be an array of objects, holds {_json_type(image)}")
-        for name, text in image.items():
-            if text is not None and type(text) is not str:
-                raise DecodeError(f"column {name!r} in {member!r} must be a string or null, got {_json_type(text)}")
     return value
 
 
@@ -168,13 +168,18 @@ class _RowPlan:
         self._lookup[name] = entry
         return entry
 
-    def values(self, image: Mapping[str, str | None], base: tuple[Any, ...] | None = None) -> tuple[Any, ...]:
+    def values(self, image: Mapping[str, Any], member: str, base: tuple[Any, ...] | None = None) -> tuple[Any, ...]:
         out: list[Any] = [None] * self._width if base is None else list(base)
         lookup = self._lookup
         for name, text in image.items():
             entry = lookup.get(name)
             position, parser = entry if entry is not None else self._resolve(name)
-            out[position] = text if text is None or parser is None else parser(text)
+            if text.__class__ is str:
+                out[position] = text if parser is None else parser(text)
+            elif text is None:
+                out[position] = None
+            else:
+                raise DecodeError(f"column {name!r} in {member!r} must be a string or null, got {_json_type(text)}")
         return tuple(out)
 
     def rows(self, obj: Mapping[str, Any], commit_ts: int) -> Iterator[RowChange]:
@@ -184,14 +189,14 @@ class _RowPlan:
         data, old = _images(obj, op)
         table = self.table
         for k, image in enumerate(data):
-            values = self.values(image)
+            values = self.values(image, "data")
             if op is RowOp.INSERT:
                 yield RowChange(commit_ts, table, op, None, values)
             elif op is RowOp.DELETE:
                 yield RowChange(commit_ts, table, op, values, None)
             elif old is not None:  # UPDATE (_images always returns 'old' for it)
                 # with only-output-updated-columns 'old' lists changed columns only; the rest equal the new image
-                yield RowChange(commit_ts, table, op, self.values(old[k], values), values)
+                yield RowChange(commit_ts, table, op, self.values(old[k], "old", values), values)
 
 
 def _located(source: str, line: int | None, e: Exception) -> DecodeError:
