@@ -46,6 +46,9 @@ from sparkcdc.server.runner import RUNNERS
     help="Changefeed executor: 'spark' runs the pipeline; 'noop' only manages state (tests, dry runs).",
 )
 @click.option(
+    "--tz", default="System", show_default=True, help="Time zone for TIMESTAMP values (System or an IANA name)."
+)
+@click.option(
     "--status-interval",
     type=click.FloatRange(0.05, 60),
     default=0.5,
@@ -60,6 +63,7 @@ def server(
     log_file: Path | None,
     server_log_level: str,
     runner: str,
+    tz: str,
     status_interval: float,
 ) -> None:
     """Start a cdc server (one node owning every changefeed)."""
@@ -75,5 +79,6 @@ def server(
             log_level=server_log_level,
             runner=runner,
             poll_interval=status_interval,
+            tz=tz,
         )
     )

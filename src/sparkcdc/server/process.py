@@ -34,6 +34,7 @@ class ServerOptions:
     log_level: str = "info"
     runner: str = "spark"
     poll_interval: float = 0.5
+    tz: str = "System"
 
     def __repr__(self) -> str:
         up = mask_sink_uri(self.upstream) if self.upstream else None
@@ -46,6 +47,19 @@ def parse_addr(addr: str) -> tuple[str, int]:
     if not sep or not host or not port.isdigit() or not 0 <= int(port) <= 65535:
         raise ConfigError(f"invalid --addr {addr!r}; use host:port such as 127.0.0.1:8300")
     return host.strip("[]"), int(port)
+
+
+def parse_tz(tz: str) -> str | None:
+    """TiCDC's ``--tz``: ``System`` (None) or an IANA zone name. Raises ConfigError."""
+    if not tz or tz.lower() in ("system", "local"):
+        return None
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    try:
+        ZoneInfo(tz)
+    except (ZoneInfoNotFoundError, ValueError) as e:
+        raise ConfigError(f"invalid --tz {tz!r}: unknown time zone; use System or a name such as Asia/Shanghai") from e
+    return tz
 
 
 def setup_logging(log_file: Path | None, level: str) -> None:
@@ -105,6 +119,7 @@ def run_server(opts: ServerOptions) -> None:
     import uvicorn
 
     host, port = parse_addr(opts.addr)
+    tz = parse_tz(opts.tz)
     if opts.upstream:
         parse_mysql_uri(opts.upstream)
     if opts.log_file:
@@ -119,6 +134,7 @@ def run_server(opts: ServerOptions) -> None:
         spark_master=opts.spark_master,
         log_level=opts.log_level,
         server_addr=opts.addr,
+        tz=tz,
     )
     runner = create_runner(opts.runner, ctx)
     manager = ChangefeedManager(

@@ -62,6 +62,7 @@ class RunnerContext:
     spark_master: str = "local[*]"
     log_level: str = "info"
     server_addr: str = ""
+    tz: str | None = None  # IANA zone for TIMESTAMP values (cdc server --tz); None = the system zone
 
     def changefeed_dir(self, namespace: str, changefeed_id: str) -> Path:
         """Where a runner keeps private state of one changefeed (Spark checkpoints, …)."""
