@@ -4,7 +4,7 @@ Parsing: quote mode and escape mode as written by TiCDC (``spec/csv.md`` §3), m
 configured terminator (an empty terminator accepts CRLF, LF and CR), the header line when
 ``output-field-header`` is on (checked case-insensitively against the table's columns), the commit-ts,
 is-update and handle-key columns (the handle key is skipped; TiCDC's own decoder cannot do that). Each row is
-matched by one regular expression compiled per table (one group per field); a row that does not match is
+matched by one regular expression compiled per table (one or two groups per field); a row that does not match is
 re-scanned field by field to report where it breaks.
 
 Values are typed back from the ``TableInfo`` into the model's Python types (``model/column_type.py``).
