@@ -1,8 +1,9 @@
 """The seam between the control plane and the data pipeline: the ``ChangefeedRunner`` protocol.
 
 The server owns changefeed *state* (what should run, persisted in SQLite); a runner owns *execution* (the
-Spark Structured Streaming query of each changefeed). The server calls the runner from one thread at a time
-per changefeed and never calls ``start`` twice without a ``stop`` in between.
+Spark Structured Streaming query of each changefeed). The server serialises every call to the runner (one
+lock for all changefeeds, so keep calls short) and never calls ``start`` twice for a changefeed without a
+``stop`` in between.
 
 Contract (the pipeline's runner must honour it):
 
@@ -10,10 +11,11 @@ Contract (the pipeline's runner must honour it):
     Begin replicating ``info`` asynchronously and return quickly (seconds at most). Replicate every transaction
     with ``checkpoint_ts < commit_ts`` (and ``commit_ts <= info.target_ts`` when ``target_ts`` is non-zero).
     Called on create (``checkpoint_ts = start_ts``), resume, and server restart (the stored checkpoint).
-    Raise a ``SparkcdcError`` when the changefeed cannot start: the server marks it ``failed`` with that error.
+    Raise (preferably a ``SparkcdcError``) when the changefeed cannot start: the server marks it ``failed``
+    with that error (code and first line of the message kept).
 ``stop(namespace, changefeed_id)``
     Stop the query and wait until it has stopped (nothing is written afterwards). Idempotent; unknown ids
-    are a no-op. Called on pause, remove, failure, finish and server shutdown.
+    are a no-op. Called on pause, remove, failure and finish (server shutdown calls ``close`` instead).
 ``status(namespace, changefeed_id) -> RunnerStatus | None``
     Latest progress, cheap and non-blocking (polled about twice a second). ``checkpoint_ts`` is the value
     last written to the sink's ``metadata`` (everything with commit-ts <= it is durable); it never goes
