@@ -396,6 +396,9 @@ class DDLApplier:
                 else:
                     indexes.append(idx)
                 return DDLAction.ADD_PRIMARY_KEY if is_pk else DDLAction.ADD_INDEX
+            if c.accept("PARTITION"):
+                _skip_rest(c)
+                return DDLAction.ADD_TABLE_PARTITION
             c.accept("COLUMN")
             c.accept("IF", "NOT", "EXISTS")
             if c.accept_op("("):
@@ -425,7 +428,7 @@ class DDLApplier:
                 c.ident()
                 return DDLAction.DROP_CHECK_CONSTRAINT
             if c.accept("PARTITION"):
-                c.skip_until_comma_or_close()
+                _skip_rest(c)
                 return DDLAction.DROP_TABLE_PARTITION
             c.accept("COLUMN")
             c.accept("IF", "EXISTS")
@@ -535,8 +538,15 @@ class DDLApplier:
         if c.is_kw("ENGINE", "ROW_FORMAT", "ALGORITHM", "LOCK", "KEY_BLOCK_SIZE", "FORCE", "STATS_PERSISTENT"):
             c.skip_until_comma_or_close()
             return None
-        if c.is_kw("ADD", "DROP", "TRUNCATE", "COALESCE", "REORGANIZE", "EXCHANGE", "PARTITION", "REMOVE"):
-            raise UnsupportedDDL("partition management")
+        if c.is_kw("PARTITION"):  # PARTITION BY: columns are unchanged
+            _skip_rest(c)
+            return DDLAction.ALTER_TABLE_PARTITIONING
+        if c.accept("REMOVE", "PARTITIONING"):
+            return DDLAction.REMOVE_PARTITIONING
+        for words, action in _PARTITION_SPECS:
+            if c.accept(*words):
+                _skip_rest(c)
+                return action
         c.skip_until_comma_or_close()
         return DDLAction.NONE
 
@@ -550,6 +560,28 @@ class DDLApplier:
             indexes.insert(0, IndexInfo("PRIMARY", (nm,), primary=True, unique=True))
         elif col.unique_key:
             indexes.append(IndexInfo(nm, (nm,), unique=True))
+
+
+_PARTITION_SPECS: tuple[tuple[tuple[str, ...], DDLAction], ...] = (
+    (("TRUNCATE", "PARTITION"), DDLAction.TRUNCATE_TABLE_PARTITION),
+    (("REORGANIZE", "PARTITION"), DDLAction.REORGANIZE_PARTITION),
+    (("COALESCE", "PARTITION"), DDLAction.REORGANIZE_PARTITION),
+    (("EXCHANGE", "PARTITION"), DDLAction.EXCHANGE_TABLE_PARTITION),
+    (("REBUILD", "PARTITION"), DDLAction.NONE),
+    (("OPTIMIZE", "PARTITION"), DDLAction.NONE),
+    (("ANALYZE", "PARTITION"), DDLAction.NONE),
+    (("CHECK", "PARTITION"), DDLAction.NONE),
+    (("REPAIR", "PARTITION"), DDLAction.NONE),
+)
+
+
+def _skip_rest(c: Cursor) -> None:
+    """Partition clauses run to the end of the statement."""
+    while not c.at_end():
+        if c.is_op("("):
+            c.skip_parens()
+        else:
+            c.next()
 
 
 def parse_column_def_with_pos(c: Cursor, name: str) -> tuple[ColumnInfo, str | None]:

@@ -76,7 +76,7 @@ class PullerConfig:
 class _Txn:
     __slots__ = ("ddl_query", "ddl_schema", "gtid", "has_begin", "maps", "standalone")
 
-    def __init__(self, gtid: str, standalone: bool) -> None:
+    def __init__(self, gtid: str, standalone: bool | None) -> None:
         self.gtid = gtid
         self.standalone = standalone
         self.has_begin = False
@@ -402,7 +402,9 @@ class Puller:
             if typ == b.INCIDENT_EVENT:
                 raise UpstreamError(f"upstream binlog has an INCIDENT event at {self.file}:{log_pos}; "
                                     "data may be missing upstream", retryable=False)
-            if txn is None and log_pos and not flags & b.LOG_EVENT_ARTIFICIAL_F:
+            # Only move forward: the format description event re-sent after a reconnect carries an older
+            # position, and resuming there would pull transactions twice.
+            if txn is None and log_pos > self.pos and not flags & b.LOG_EVENT_ARTIFICIAL_F:
                 self.pos = log_pos
             return
         if typ in b.COMPRESSED_EVENTS:
@@ -415,15 +417,16 @@ class Puller:
             self.writer.append(ev)
             return
         if typ in (b.MYSQL_GTID_EVENT, b.MYSQL_ANONYMOUS_GTID_EVENT):
-            self._begin(b.parse_mysql_gtid(ev[19:body_end]) if typ == b.MYSQL_GTID_EVENT else "", False)
+            # MySQL GTIDs carry no "standalone" flag: a group without BEGIN is one DDL statement.
+            self._begin(b.parse_mysql_gtid(ev[19:body_end]) if typ == b.MYSQL_GTID_EVENT else "", None)
             self.writer.append(ev)
             return
         if txn is None:
             if typ not in (b.QUERY_EVENT, b.TABLE_MAP_EVENT) and typ not in b.ROWS_EVENTS:
-                if log_pos:
+                if log_pos > self.pos:
                     self.pos = log_pos
                 return
-            self._begin("", False)
+            self._begin("", None)
             txn = self._txn
             assert txn is not None
         self.writer.append(ev)
@@ -435,9 +438,13 @@ class Puller:
                 txn.has_begin = True
             elif b.is_commit(q.query):
                 self._commit(ts, log_pos)
-            elif not txn.has_begin:
-                txn.ddl_query, txn.ddl_schema = q.query, q.schema
-                self._commit(ts, log_pos)
+            else:
+                # A DDL (or another statement logged as a query). In a MariaDB group that is not standalone
+                # (CREATE TABLE ... SELECT) the group still ends with XID/COMMIT; keep the first statement.
+                if txn.ddl_query is None:
+                    txn.ddl_query, txn.ddl_schema = q.query, q.schema
+                if txn.standalone or (txn.standalone is None and not txn.has_begin):
+                    self._commit(ts, log_pos)
         elif typ == b.TABLE_MAP_EVENT:
             schema_len = ev[27]
             schema = ev[28 : 28 + schema_len].decode("utf-8", "replace")
@@ -446,7 +453,7 @@ class Puller:
             if self.tracker.needs_table_map(schema, table):
                 txn.maps.append(parse_table_map(ev[19:body_end]))
 
-    def _begin(self, gtid: str, standalone: bool) -> None:
+    def _begin(self, gtid: str, standalone: bool | None) -> None:
         if self._txn is not None:
             raise UpstreamError(f"binlog at {self.file}:{self.pos}: a transaction started inside another one",
                                 retryable=False)

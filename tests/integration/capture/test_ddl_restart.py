@@ -133,3 +133,38 @@ def test_restart_from_middle_checkpoint_is_identical(fresh_db: FreshDatabase, tm
     chunks_b = RelayLog(second).chunks(start, 1 << 62, 1 << 30)
     assert b"".join(read_chunk(c) for c in chunks_a) == b"".join(read_chunk(c) for c in chunks_b)
     assert decode_all(first, start) == decode_all(second, start)
+
+
+def test_create_select_like_and_virtual_columns(fresh_db: FreshDatabase, tmp_path: Path) -> None:
+    db = fresh_db
+    db.execute("CREATE TABLE a (id INT PRIMARY KEY, v VARCHAR(20))", "INSERT INTO a VALUES (1, 'x'), (2, 'y')")
+    puller = make_puller(db, tmp_path)
+    start = puller.catch_up(30).resolved_ts
+    db.execute(
+        "CREATE TABLE b (PRIMARY KEY (id)) SELECT id, v FROM a",
+        "CREATE TABLE c LIKE a",
+        "ALTER TABLE c ADD COLUMN w INT AS (id * 2) VIRTUAL, ADD KEY kv (v)",
+        "INSERT INTO c (id, v) VALUES (7, 's')",
+        "ALTER TABLE c PARTITION BY HASH(id) PARTITIONS 2",
+        "INSERT INTO c (id, v) VALUES (8, 't')",
+    )
+    puller.catch_up(30)
+    puller.close()
+    events = for_schema(decode_all(tmp_path, start), db.name)
+    summary = [(e.action.name, e.table) if isinstance(e, DDLEvent) else (e.op.name, e.table.table, e.after)
+               for e in events]
+    assert summary == [
+        ("CREATE_TABLE", "b"),
+        ("INSERT", "b", (1, "x")),
+        ("INSERT", "b", (2, "y")),
+        ("CREATE_TABLE", "c"),
+        ("MULTI_SCHEMA_CHANGE", "c"),
+        ("INSERT", "c", (7, "s", 14)),
+        ("ALTER_TABLE_PARTITIONING", "c"),
+        ("INSERT", "c", (8, "t", 16)),
+    ]
+    create_select = events[0]
+    assert isinstance(create_select, DDLEvent) and create_select.table_info is not None
+    assert create_select.table_info.column("id").handle_key
+    rows = [e for e in events if isinstance(e, RowChange)]
+    assert rows[2].table.column("w").generated == "virtual"

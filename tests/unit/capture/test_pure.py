@@ -127,6 +127,14 @@ def test_create_table_parse_and_keys() -> None:
         ("ALTER TABLE t ADD c INT, ADD d INT", DDLAction.MULTI_SCHEMA_CHANGE, ["id", "v", "c", "d"]),
         ("ALTER TABLE t COMMENT = 'x'", DDLAction.MODIFY_TABLE_COMMENT, ["id", "v"]),
         ("CREATE INDEX i2 ON t (v)", DDLAction.ADD_INDEX, ["id", "v"]),
+        ("ALTER TABLE t PARTITION BY HASH(id) PARTITIONS 4", DDLAction.ALTER_TABLE_PARTITIONING, ["id", "v"]),
+        ("ALTER TABLE t REMOVE PARTITIONING", DDLAction.REMOVE_PARTITIONING, ["id", "v"]),
+        ("ALTER TABLE t TRUNCATE PARTITION p0, p1", DDLAction.TRUNCATE_TABLE_PARTITION, ["id", "v"]),
+        ("ALTER TABLE t ADD PARTITION (PARTITION p9 VALUES LESS THAN (10))", DDLAction.ADD_TABLE_PARTITION,
+         ["id", "v"]),
+        ("ALTER TABLE t DROP PARTITION p0", DDLAction.DROP_TABLE_PARTITION, ["id", "v"]),
+        ("ALTER TABLE `db`.`t` ADD COLUMN `w` INT AS (id * 2) VIRTUAL", DDLAction.ADD_COLUMN, ["id", "v", "w"]),
+        ("ALTER TABLE t DROP PRIMARY KEY, ADD PRIMARY KEY (id, v)", DDLAction.MULTI_SCHEMA_CHANGE, ["id", "v"]),
     ],
 )
 def test_alter_table_actions(sql: str, action: DDLAction, columns: list[str]) -> None:
