@@ -86,6 +86,7 @@ class ChangefeedManager:
         self._lock = threading.RLock()
         self._stop = threading.Event()
         self._poller: threading.Thread | None = None
+        self._started: set[tuple[str, str]] = set()  # changefeeds handed to the runner and not stopped since
 
     # -- lifecycle ----------------------------------------------------------------------------------------
     def start(self, *, poll: bool = True) -> None:
@@ -110,7 +111,7 @@ class ChangefeedManager:
                     info, status = self.store.get(info.namespace, info.id)  # may have changed meanwhile
                 except ChangefeedNotFound:
                     continue
-                if info.state in RUNNING:
+                if info.state in RUNNING and (info.namespace, info.id) not in self._started:
                     log.info("resuming changefeed=%s checkpoint=%d", info.id, status.checkpoint_ts)
                     self._start_runner(info, status.checkpoint_ts)
 
@@ -330,6 +331,7 @@ class ChangefeedManager:
     def _start_runner(self, info: ChangefeedInfo, checkpoint_ts: int) -> ChangefeedInfo:
         try:
             self.runner.start(info, checkpoint_ts)
+            self._started.add((info.namespace, info.id))
             return info
         except Exception as e:
             err = RunningError.from_exception(e, self.addr)
@@ -339,6 +341,7 @@ class ChangefeedManager:
             return failed
 
     def _stop_runner(self, info: ChangefeedInfo) -> None:
+        self._started.discard((info.namespace, info.id))
         try:
             self.runner.stop(info.namespace, info.id)
         except Exception as e:

@@ -258,3 +258,17 @@ def test_noop_runner_honours_the_contract() -> None:
     runner = NoopRunner()
     now = runner.current_tso()
     check_runner_contract(runner, ChangefeedInfo(id="cf1", sink_uri=SINK, start_ts=now - 1000))
+
+
+def test_restart_does_not_start_twice(tmp_path: Path) -> None:
+    r1 = FakeRunner()
+    m1 = ChangefeedManager(MetaStore(tmp_path), r1)
+    m1.start(poll=False)
+    create(m1, "a")
+    create(m1, "b")
+    m1.pause("default", "b")
+    r2 = FakeRunner()
+    m2 = ChangefeedManager(MetaStore(tmp_path), r2)
+    m2.resume("default", "b")  # an API call that lands before the restart loop reaches "b"
+    m2.resume_all()  # FakeRunner asserts on a second start without stop
+    assert sorted(r2.running) == ["a", "b"]
