@@ -81,8 +81,9 @@ def compile_line(
 
     ``columns``: (row position, column) of the written columns in order; ``promotions``: (row position,
     threshold) of unsigned integer columns whose java type depends on the value; ``types_lookup`` maps the
-    tuple of "value above threshold" flags to the sqlType/mysqlType fragment. DELETE (unless
-    ``delete_full``) and UPDATE (unless ``update_full``) go to ``fallback``, as do zero-width tables.
+    tuple of "value above threshold" flags to the sqlType/mysqlType fragment. ``update_full=False`` writes
+    only changed columns in ``old``. DELETE goes to ``fallback`` unless ``delete_full``, as do zero-width
+    tables.
     ``long_bf`` rewrites BS/FF escapes of a line; ``<``, ``>``, ``&``, U+2028/9 are left to the caller.
     """
     if width == 0:
@@ -135,10 +136,15 @@ def compile_line(
         src.append("  if op is _DELETE:")
         src += unpack("a", "before") + setup
         src += ret(f"_h_delete, mid, {fragment}, b'null,\"data\":[', {image('a')}, tail")
+    src.append("  if op is _UPDATE:")
+    src += unpack("a", "after") + unpack("b", "before") + setup
     if update_full:
-        src.append("  if op is _UPDATE:")
-        src += unpack("a", "after") + unpack("b", "before") + setup
         src += ret(f"_h_update, mid, {fragment}, b'[', {image('b')}, b'],\"data\":[', {image('a')}, tail")
+    else:  # only-output-updated-columns: 'old' keeps the columns whose value changed (Go compares values)
+        src.append("    _o = {}")
+        for i, c in columns:
+            src.append(f"    if b{i} != a{i}: _o[{c.name!r}] = {_value_expr(c, f'b{i}')}")
+        src += ret(f"_h_update, mid, {fragment}, b'[', _dumps(_o), b'],\"data\":[', {image('a')}, tail")
     src.append("  return _fallback(row, mid, tail)")
     namespace: dict[str, Any] = {
         "_dumps": orjson.dumps,
