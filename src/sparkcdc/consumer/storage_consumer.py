@@ -71,7 +71,8 @@ class Progress:
 
     @property
     def lag_seconds(self) -> float:
-        """How far the slowest applied stream is behind the storage checkpoint."""
+        """How far the applied position (the storage checkpoint of the last finished round) is behind the
+        current storage checkpoint."""
         if not self.storage_checkpoint or not self.applied_ts:
             return 0.0
         return max(0.0, (physical(self.storage_checkpoint) - physical(self.applied_ts)) / 1000)
@@ -157,6 +158,8 @@ class StorageConsumer:
             log.info("no metadata file yet under %s; waiting", self.storage.uri.masked())
             return False
         c = snap.checkpoint_ts
+        if not self.progress.applied_ts:
+            self.progress.applied_ts = self._resume_ts()
         self.progress.storage_checkpoint = c
         self._checkpoints = self._main.load_checkpoints()
         while True:
@@ -168,9 +171,15 @@ class StorageConsumer:
                 break
             for entry in (e for e in pending if e.version == d):
                 self._execute_ddl(entry)
-        self._update_applied_ts(snap)
+        self.progress.applied_ts = c  # every row with commit-ts <= c is applied now
         self._notify()
         return True
+
+    def _resume_ts(self) -> int:
+        """Where a restarted consumer stands: the largest commit-ts applied by any stream (a lower bound of
+        the previous round's storage checkpoint)."""
+        cps = self._main.load_checkpoints()
+        return max((cp.commit_ts for cp in cps.values()), default=0)
 
     def _ddl_done(self, entry: SchemaEntry) -> int:
         cp = self._checkpoints.get((entry.definition.schema, entry.definition.table, DDL_PARTITION))
@@ -292,10 +301,6 @@ class StorageConsumer:
             applier.execute(f"CREATE DATABASE IF NOT EXISTS `{defn.schema.replace('`', '``')}`")
             applier.execute(create_table_sql(defn, source=entry.path))
         self._known_tables.add(key)
-
-    def _update_applied_ts(self, snap: Snapshot) -> None:
-        data = [cp.commit_ts for k, cp in self._checkpoints.items() if k[2] != DDL_PARTITION and k in snap.streams]
-        self.progress.applied_ts = min(data) if data else (snap.checkpoint_ts or 0)
 
     def _notify(self) -> None:
         if self.on_progress is not None:
