@@ -125,3 +125,40 @@ def test_start_from_gtid(fresh_db: FreshDatabase, tmp_path: Path) -> None:
            if isinstance(e, RowChange) and e.after is not None]
     assert ids == [2, 3]
     assert RelayLog(tmp_path).transactions()[0].gtid != gtid
+
+
+def test_rotate_mid_stream(fresh_db: FreshDatabase, tmp_path: Path) -> None:
+    fresh_db.execute("CREATE TABLE rot (id INT PRIMARY KEY)")
+    puller = make_puller(fresh_db, tmp_path)
+    start = puller.catch_up(30).resolved_ts
+    fresh_db.execute("INSERT INTO rot VALUES (1)")
+    before = fresh_db.query("SHOW MASTER STATUS")[0][0]
+    fresh_db.execute("FLUSH BINARY LOGS", "INSERT INTO rot VALUES (2)")
+    after = fresh_db.query("SHOW MASTER STATUS")[0][0]
+    progress = puller.catch_up(30)
+    puller.close()
+    assert after != before and progress.binlog_file == after
+    txns = RelayLog(tmp_path).transactions(start)
+    assert [t.binlog_file for t in txns] == [before, after]
+    ids = [e.after[0] for e in for_schema(decode_all(tmp_path, start), fresh_db.name)
+           if isinstance(e, RowChange) and e.after is not None]
+    assert ids == [1, 2]
+
+
+def test_start_tso_is_deterministic(fresh_db: FreshDatabase, tmp_path: Path) -> None:
+    fresh_db.execute("CREATE TABLE st (id INT PRIMARY KEY)")
+    for i in range(6):
+        fresh_db.execute(f"INSERT INTO st VALUES ({i})")
+    full = make_puller(fresh_db, tmp_path / "full", start=StartPoint.from_tso(0))
+    full.catch_up(60)
+    full.close()
+    everything = RelayLog(tmp_path / "full").transactions()
+    assert len(everything) >= 7
+    cut = everything[len(everything) // 2].commit_ts
+    part = make_puller(fresh_db, tmp_path / "part", start=StartPoint.from_tso(cut))
+    part.catch_up(60)
+    part.close()
+    later = RelayLog(tmp_path / "part").transactions()
+    assert [(t.commit_ts, t.binlog_file, t.binlog_pos) for t in later] == [
+        (t.commit_ts, t.binlog_file, t.binlog_pos) for t in everything if t.commit_ts > cut
+    ]
