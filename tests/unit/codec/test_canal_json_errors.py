@@ -299,3 +299,19 @@ def test_fuzz_only_decode_errors() -> None:
                 assert str(e).startswith(("fuzz", "<canal-json message>")), str(e)
                 outcomes["error"] += 1
     assert outcomes["ok"] > 100 and outcomes["error"] > 1000, outcomes  # the fuzzer reaches both outcomes
+
+
+def test_codecs_pickle_after_use() -> None:
+    encoder = CanalJsonTxnEncoder(EXT)
+    data = encoder.encode_txn(ROWS)
+    copy = pickle.loads(pickle.dumps(encoder))
+    assert copy.config == EXT and copy.encode_txn(ROWS)[:60] == data[:60]
+    message_encoder = CanalJsonMessageEncoder(EXT)
+    message_encoder.encode_row(ROWS[0])
+    assert pickle.loads(pickle.dumps(message_encoder)).encode_row(ROWS[0]).value[:60] == data[:60]
+    file_decoder = CanalJsonFileDecoder()
+    rows = list(file_decoder.decode_file(data, TABLE))
+    assert list(pickle.loads(pickle.dumps(file_decoder)).decode_file(data, TABLE)) == rows
+    message_decoder = CanalJsonMessageDecoder()
+    list(message_decoder.decode(Message(None, data.split(b"\r\n")[0])))
+    assert len(list(pickle.loads(pickle.dumps(message_decoder)).decode(Message(None, data.split(b"\r\n")[0])))) == 1

@@ -215,6 +215,9 @@ class CanalJsonFileDecoder:
         self._terminator = self.config.terminator.encode()
         self._plans: dict[int, _RowPlan] = {}
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.config,))  # caches hold closures: rebuild them after unpickling
+
     def _plan(self, table: TableInfo) -> _RowPlan:
         plan = self._plans.get(id(table))
         if plan is None or plan.table is not table:
@@ -255,6 +258,9 @@ class CanalJsonMessageDecoder:
     def __init__(self, config: CanalJsonConfig | None = None) -> None:
         self.config = config or CanalJsonConfig()
         self._plans: dict[tuple[Any, ...], _RowPlan] = {}
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.config,))
 
     def decode(self, message: Message) -> Iterator[Event]:
         value = message.value if isinstance(message, Message) else message

@@ -351,6 +351,13 @@ class CanalJsonTxnEncoder:
         # A terminator holding characters go_fix rewrites must not pass through a whole-buffer fix.
         self._fix_per_line = not term.isascii() or any(ch in term for ch in "<>&\\")
 
+    def __reduce__(self) -> tuple[Any, ...]:
+        # Spark ships encoders to executors: pickle the settings, not the generated per-table code.
+        return (type(self), (self.config,), {"_now_ms": self._now_ms})
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self._now_ms = state["_now_ms"]
+
     def file_header(self, table: TableInfo) -> bytes:
         """canal-json files have no header."""
         return b""
@@ -405,6 +412,12 @@ class CanalJsonMessageEncoder:
         self.config = config or CanalJsonConfig()
         self._now_ms = now_ms
         self._plans = _PlanCache(self.config)
+
+    def __reduce__(self) -> tuple[Any, ...]:
+        return (type(self), (self.config,), {"_now_ms": self._now_ms})
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self._now_ms = state["_now_ms"]
 
     @property
     def emits_watermarks(self) -> bool:
