@@ -119,7 +119,7 @@ class RelayLog:
     """Read side of a relay log under ``data_dir`` (the puller's data dir)."""
 
     def __init__(self, data_dir: str | os.PathLike[str]) -> None:
-        self.dir = Path(data_dir) / "relay"
+        self.dir = Path(data_dir).resolve() / "relay"  # ChunkRef paths must not depend on the reader's cwd
         self._conn: sqlite3.Connection | None = None
 
     def _db(self) -> sqlite3.Connection:
