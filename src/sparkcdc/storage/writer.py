@@ -191,6 +191,37 @@ class StorageWriter:
         polled = self.poll()
         return result if polled is _EMPTY else result + polled
 
+    def write_encoded(
+        self,
+        table: TableInfo,
+        data: bytes,
+        *,
+        rows: int,
+        min_commit_ts: int,
+        max_commit_ts: int,
+        table_version: int | None = None,
+        physical_table_id: int = 0,
+    ) -> FlushResult:
+        """Buffer one single-table transaction that is already encoded (and split) by the caller: the Spark
+        pipeline encodes on the source's executors and only concatenates here. Same rotation as ``write_txn``
+        but no interval flush (the caller flushes at the end of its batch). Raises StorageError."""
+        if not data:
+            return FlushResult()
+        version = table_version if table_version is not None else max(table.version, self.sink_start_ts)
+        key = self._key(table, version, physical_table_id)
+        pending = self._pending.get(key)
+        if pending is None:
+            pending = self._pending[key] = _Pending(table, min_ts=min_commit_ts)
+        pending.table = table
+        pending.chunks.append(data)
+        pending.size += len(data)
+        pending.rows += rows
+        pending.min_ts = min(pending.min_ts, min_commit_ts)
+        pending.max_ts = max(pending.max_ts, max_commit_ts)
+        if pending.size >= self.config.file_size:
+            return self._flush_keys([key])
+        return FlushResult()
+
     def poll(self) -> FlushResult:
         """Flush everything if ``flush-interval`` has passed since the last full flush."""
         if self._monotonic() - self._last_flush >= self.config.flush_interval:

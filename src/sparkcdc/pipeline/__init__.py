@@ -1,0 +1,1 @@
+"""Spark adapters: the changefeed query (relay source -> storage sink), its runner, and the ticdc source."""

@@ -1,0 +1,47 @@
+"""The changefeed's committed checkpoint, shared between the commit worker and the runner through one file.
+
+The driver-side ``commit`` runs in a separate Python worker process (shared/ENVIRONMENT.md), so the checkpoint it
+writes to the sink's ``metadata`` is also recorded in ``<changefeed dir>/progress.json`` (temporary file, fsync,
+rename) where the server's runner polls it. The file only ever moves forward.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import uuid
+from dataclasses import dataclass
+from pathlib import Path
+
+from sparkcdc.errors import StorageError
+
+
+@dataclass(frozen=True, slots=True)
+class CommittedProgress:
+    checkpoint_ts: int
+    batch_id: int
+
+
+def read_progress(path: str | os.PathLike[str]) -> CommittedProgress | None:
+    """The last committed progress, None when no batch has committed yet (or the file is unreadable)."""
+    try:
+        doc = json.loads(Path(path).read_text())
+        return CommittedProgress(int(doc["checkpoint_ts"]), int(doc["batch_id"]))
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+
+
+def write_progress(path: str | os.PathLike[str], progress: CommittedProgress) -> None:
+    """Atomically replace the progress file. Raises StorageError."""
+    target = Path(path)
+    tmp = target.with_name(f"{target.name}.tmp.{uuid.uuid4().hex}")
+    try:
+        target.parent.mkdir(parents=True, exist_ok=True)
+        with open(tmp, "w") as f:
+            json.dump({"checkpoint_ts": progress.checkpoint_ts, "batch_id": progress.batch_id}, f)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, target)
+    except OSError as e:
+        tmp.unlink(missing_ok=True)
+        raise StorageError(f"{target}: cannot record the checkpoint: {e.strerror or e}") from e

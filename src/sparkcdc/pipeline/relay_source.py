@@ -1,0 +1,187 @@
+"""``format("sparkcdc_relay")``: the changefeed's streaming source over the puller's relay log.
+
+Offsets are ``{"resolved_ts": n}``, read from the relay log's durable progress (never counters). A batch
+``(start, end]`` holds every transaction with ``start < commit_ts <= end``; ``end`` is the smallest of
+
+* the relay log's resolved ts (everything up to it is durable in the relay log),
+* the changefeed's target-ts (when set),
+* the commit-ts of the next DDL after ``start`` (the DDL barrier: the batch ends *at* the DDL, so the commit
+  writes the DDL's schema file after the batch's data, and later rows go to the next batch),
+* the commit-ts where the batch's relay bytes pass ``max_batch_bytes`` (bounded writer memory).
+
+Partitions are transaction-aligned relay chunks (decoded on executors) plus one ``mark`` partition that emits
+the batch's end offset for the sink's commit. ``partitions()`` returns ``[]`` for an empty range.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
+
+from sparkcdc.pipeline.spec import FeedSpec
+from sparkcdc.pipeline.transform import ROW_SCHEMA, ChunkTransform, mark_row
+
+log = logging.getLogger(__name__)
+
+NAME = "sparkcdc_relay"
+
+# executor-process cache: capture dir -> (resolved ts when loaded, SchemaHistory)
+_HISTORY: dict[str, tuple[int, Any]] = {}
+_TRANSFORMS: dict[str, tuple[FeedSpec, ChunkTransform]] = {}
+
+
+@dataclass(frozen=True)
+class ChunkPartition(InputPartition):  # type: ignore[misc]
+    path: str
+    offset: int
+    length: int
+    first_ts: int
+    last_ts: int
+    txn_count: int
+
+
+@dataclass(frozen=True)
+class MarkPartition(InputPartition):  # type: ignore[misc]
+    start_ts: int
+    end_ts: int
+
+
+def _history(capture_dir: str, needed_ts: int) -> Any:
+    """The schema history, reloaded when the cached copy predates ``needed_ts``."""
+    from sparkcdc.capture import RelayLog, SchemaHistory
+
+    cached = _HISTORY.get(capture_dir)
+    if cached is not None and cached[0] >= needed_ts:
+        return cached[1]
+    relay = RelayLog(capture_dir)
+    try:
+        resolved = relay.resolved_ts()
+    finally:
+        relay.close()
+    history = SchemaHistory.load(capture_dir)
+    _HISTORY[capture_dir] = (resolved, history)
+    return history
+
+
+def _transform(spec: FeedSpec) -> ChunkTransform:
+    key = f"{spec.state_dir}|{spec.start_ts}"
+    cached = _TRANSFORMS.get(key)
+    if cached is not None and cached[0] == spec:
+        cached[1]._sent_info.clear()
+        return cached[1]
+    t = ChunkTransform(spec)
+    _TRANSFORMS[key] = (spec, t)
+    return t
+
+
+class RelayStreamReader(DataSourceStreamReader):  # type: ignore[misc]
+    def __init__(self, spec: FeedSpec) -> None:
+        self.spec = spec
+        self._conn: sqlite3.Connection | None = None
+        self._last: dict[str, int] | None = None
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"spec": self.spec, "_conn": None, "_last": None}
+
+    # -- driver ------------------------------------------------------------------------------------
+    def _db(self) -> sqlite3.Connection:
+        if self._conn is None:
+            from sparkcdc.capture.relay_log import connect_index
+
+            self._conn = connect_index(Path(self.spec.capture_dir) / "relay", readonly=True)
+        return self._conn
+
+    def initialOffset(self) -> dict[str, int]:
+        return {"resolved_ts": self.spec.start_ts}
+
+    def latestOffset(self, start: dict[str, int] | None = None, limit: Any = None) -> dict[str, int]:
+        if start is None:
+            start = self._last or self.initialOffset()
+        begin = int(start["resolved_ts"])
+        db = self._db()
+        row = db.execute("SELECT resolved_ts FROM progress WHERE id = 1").fetchone()
+        end = int(row[0]) if row else 0
+        if self.spec.target_ts:
+            end = min(end, self.spec.target_ts)
+        if end <= begin:
+            return {"resolved_ts": begin}
+        ddl = db.execute(
+            "SELECT MIN(commit_ts) FROM txn WHERE is_ddl = 1 AND commit_ts > ? AND commit_ts <= ?", (begin, end)
+        ).fetchone()[0]
+        if ddl is not None:
+            end = int(ddl)
+        capped = db.execute(
+            "SELECT commit_ts FROM (SELECT commit_ts, SUM(length) OVER (ORDER BY commit_ts) AS total FROM txn "
+            "WHERE commit_ts > ? AND commit_ts <= ?) WHERE total >= ? ORDER BY commit_ts LIMIT 1",
+            (begin, end, self.spec.max_batch_bytes),
+        ).fetchone()
+        if capped is not None:
+            end = min(end, int(capped[0]))
+        self._last = {"resolved_ts": end}
+        return {"resolved_ts": end}
+
+    def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[InputPartition]:
+        from sparkcdc.capture import RelayLog
+
+        begin, stop = int(start["resolved_ts"]), int(end["resolved_ts"])
+        if stop <= begin:
+            return []
+        relay = RelayLog(self.spec.capture_dir)
+        try:
+            refs = relay.chunks(begin, stop, self.spec.chunk_bytes)
+        finally:
+            relay.close()
+        parts: list[InputPartition] = [
+            ChunkPartition(r.path, r.offset, r.length, r.first_ts, r.last_ts, r.txn_count) for r in refs
+        ]
+        parts.append(MarkPartition(begin, stop))
+        log.debug("changefeed=%s batch (%d, %d]: %d chunks", self.spec.changefeed, begin, stop, len(refs))
+        return parts
+
+    def commit(self, end: dict[str, int]) -> None:
+        self._last = {"resolved_ts": int(end["resolved_ts"])}
+
+    def stop(self) -> None:
+        if self._conn is not None:
+            self._conn.close()
+            self._conn = None
+
+    # -- executors ---------------------------------------------------------------------------------
+    def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
+        if isinstance(partition, MarkPartition):
+            yield mark_row(partition.start_ts, partition.end_ts)
+            return
+        from sparkcdc.capture import ChunkRef, decode_chunk
+
+        assert isinstance(partition, ChunkPartition)
+        ref = ChunkRef(partition.path, partition.offset, partition.length, partition.first_ts, partition.last_ts,
+                       partition.txn_count)  # fmt: skip
+        transform = _transform(self.spec)
+        history = _history(self.spec.capture_dir, partition.last_ts)
+        events = decode_chunk(ref, history, tz=self.spec.tz, force_replicate=transform.force_replicate)
+        yield from transform.rows(events)
+
+
+class RelaySource(DataSource):  # type: ignore[misc]
+    """Options: ``spec`` = path of the changefeed's spec file (see ``sparkcdc.pipeline.spec``)."""
+
+    @classmethod
+    def name(cls) -> str:
+        return NAME
+
+    def schema(self) -> str:
+        return ROW_SCHEMA
+
+    def streamReader(self, schema: Any) -> RelayStreamReader:
+        from sparkcdc.errors import ConfigError
+
+        path = self.options.get("spec")
+        if not path:
+            raise ConfigError(f'format("{NAME}") needs option("spec", <path of the changefeed spec>)')
+        return RelayStreamReader(FeedSpec.load(path))

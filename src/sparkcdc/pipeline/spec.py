@@ -1,0 +1,95 @@
+"""What one changefeed's Spark query needs, as one picklable value stored in a private file.
+
+The runner writes the spec to ``<changefeed dir>/spec.json`` (mode 0600: the sink URI may hold keys) and gives
+the data sources only that path as an option, so secrets never appear in Spark plans or logs. The driver-side
+reader/writer load it once; their pickled copies travel to executors and to the commit worker.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from sparkcdc.errors import ConfigError, StorageError
+
+DEFAULT_CHUNK_BYTES = 4 << 20
+DEFAULT_MAX_BATCH_BYTES = 256 << 20
+
+
+@dataclass(frozen=True)
+class FeedSpec:
+    """One run of a changefeed query.
+
+    ``start_ts``: the query's first offset (rows with commit-ts > it); ``target_ts``: 0 or the last commit-ts to
+    replicate; ``sink_start_ts``: TiCDC's TableSinkStartTs (directory version floor, the checkpoint this run
+    started from); ``capture_dir``: the puller's data dir (relay log); ``state_dir``: the changefeed's private
+    dir where the driver-side commit records its checkpoint (``progress.json``).
+    """
+
+    changefeed: str
+    capture_dir: str
+    state_dir: str
+    sink_uri: str = field(repr=False)
+    config: dict[str, Any] = field(default_factory=dict, repr=False)
+    start_ts: int = 0
+    target_ts: int = 0
+    sink_start_ts: int = 0
+    chunk_bytes: int = DEFAULT_CHUNK_BYTES
+    max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES
+    tz: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.start_ts < 0 or self.target_ts < 0:
+            raise ConfigError(f"changefeed {self.changefeed}: start-ts and target-ts must not be negative")
+        if self.target_ts and self.target_ts < self.start_ts:
+            raise ConfigError(
+                f"changefeed {self.changefeed}: target-ts {self.target_ts} is before start-ts {self.start_ts}"
+            )
+
+    # -- derived configs (built where used: executors and the commit worker) ---------------------------
+    def sink_config(self) -> Any:
+        from sparkcdc.storage.sink_config import StorageSinkConfig
+
+        return StorageSinkConfig.from_uri(self.sink_uri, self.config)
+
+    def replica_config(self) -> Any:
+        from sparkcdc.server.config import ReplicaConfig
+
+        return ReplicaConfig.from_toml(self.config)
+
+    @property
+    def progress_path(self) -> Path:
+        return Path(self.state_dir) / "progress.json"
+
+    # -- persistence -----------------------------------------------------------------------------------
+    def save(self, path: str | os.PathLike[str]) -> None:
+        """Write atomically with mode 0600. Raises StorageError."""
+        target = Path(path)
+        tmp = target.with_name(target.name + ".tmp")
+        try:
+            target.parent.mkdir(parents=True, exist_ok=True)
+            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+            with os.fdopen(fd, "w") as f:
+                json.dump(asdict(self), f)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, target)
+        except OSError as e:
+            raise StorageError(f"{target}: cannot write the changefeed spec: {e.strerror or e}") from e
+
+    @classmethod
+    def load(cls, path: str | os.PathLike[str]) -> FeedSpec:
+        """Raises StorageError (missing/unreadable) or ConfigError (malformed)."""
+        try:
+            doc = json.loads(Path(path).read_text())
+        except OSError as e:
+            raise StorageError(f"{path}: cannot read the changefeed spec: {e.strerror or e}") from e
+        except ValueError as e:
+            raise ConfigError(f"{path}: the changefeed spec is not valid JSON: {e}") from e
+        try:
+            return cls(**doc)
+        except TypeError as e:
+            raise ConfigError(f"{path}: malformed changefeed spec: {e}") from e

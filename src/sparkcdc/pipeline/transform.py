@@ -1,0 +1,150 @@
+"""Executor-side work of the source: decoded events -> filtered, split, encoded single-table transactions.
+
+No Spark here: ``ChunkTransform.rows`` turns the events of one relay chunk (commit order) into the rows the
+query shuffles to the storage writers. Row layout (``ROW_SCHEMA``):
+
+``kind``      ``dml`` (one encoded single-table transaction), ``ddl`` (a pickled DDLEvent) or ``mark`` (the
+              batch's end offset: the checkpoint the commit may publish; ``version`` holds the batch start)
+``bucket``    TiCDC's DML worker of the table: ``CRC32(schema || table) % worker-count``
+``schema, table, version, pid``  the versioned (physical) table of a ``dml`` row
+``commit_ts, seq``  order key: transactions of one table are written in (commit_ts, seq) order
+``nrows``     rows in the encoded transaction
+``payload``   encoded bytes (``dml``) or the pickled DDLEvent (``ddl``)
+``info``      pickled TableInfo, sent with the first row of each versioned table of a chunk only
+"""
+
+from __future__ import annotations
+
+import logging
+import pickle
+from collections.abc import Iterable, Iterator
+from typing import Any
+
+from sparkcdc.model.events import DDLEvent, RowChange, split_key_updates
+from sparkcdc.pipeline.spec import FeedSpec
+from sparkcdc.storage.writer import dispatch_worker
+
+log = logging.getLogger(__name__)
+
+ROW_SCHEMA = (
+    "kind string, bucket int, schema string, table string, version long, pid long, commit_ts long, seq int, "
+    "nrows int, payload binary, info binary"
+)
+OutRow = tuple[str, int, str, str, int, int, int, int, int, bytes, bytes | None]
+
+
+def mark_row(start_ts: int, end_ts: int) -> OutRow:
+    """The one row per batch that carries its end offset to the commit."""
+    return ("mark", 0, "", "", start_ts, 0, end_ts, 0, 0, b"", None)
+
+
+class ChunkTransform:
+    """Filter (table rules, event filters), split key-changing UPDATEs and encode. Built per task from a spec."""
+
+    def __init__(self, spec: FeedSpec) -> None:
+        from sparkcdc.codec.base import txn_encoder
+
+        self.spec = spec
+        self.sink = spec.sink_config()
+        replica = spec.replica_config()
+        self.table_filter = replica.table_filter()
+        self.event_filter = replica.event_filter()
+        self.force_replicate = bool(replica.force_replicate)
+        self.encoder = txn_encoder(self.sink.protocol, self.sink.encoder_options())
+        self.workers = self.sink.worker_count
+        self._match: dict[tuple[str, str], bool] = {}
+        self._sent_info: set[tuple[str, str, int]] = set()
+        self._buckets: dict[tuple[str, str], int] = {}
+
+    def _table_wanted(self, schema: str, table: str) -> bool:
+        key = (schema, table)
+        hit = self._match.get(key)
+        if hit is None:
+            hit = self.table_filter.match_table(schema, table)
+            self._match[key] = hit
+        return hit
+
+    def _ddl_wanted(self, ddl: DDLEvent) -> bool:
+        if ddl.is_database_level:
+            if not self.table_filter.match_schema(ddl.schema):
+                return False
+        elif not self.table_filter.match_table(ddl.schema, ddl.table):
+            pre = ddl.pre_table_info
+            if pre is None or not self.table_filter.match_table(pre.schema, pre.table):
+                return False
+        return not self.event_filter.should_skip_ddl(ddl.schema, ddl.table or None, int(ddl.action), ddl.query)
+
+    def _bucket(self, schema: str, table: str) -> int:
+        key = (schema, table)
+        b = self._buckets.get(key)
+        if b is None:
+            b = self._buckets[key] = dispatch_worker(schema, table, self.workers)
+        return b
+
+    def rows(self, events: Iterable[RowChange | DDLEvent]) -> Iterator[OutRow]:
+        """Rows for the events of whole transactions, in commit order."""
+        seq = 0
+        txn_ts = -1
+        # rows of the open transaction per versioned table, in arrival order
+        open_txn: dict[tuple[str, str, int], list[RowChange]] = {}
+        for ev in events:
+            if ev.commit_ts != txn_ts:
+                for out in self._flush_txn(open_txn, seq):
+                    seq += 1
+                    yield out
+                open_txn = {}
+                txn_ts = ev.commit_ts
+            if isinstance(ev, RowChange):
+                t = ev.table
+                if not self._table_wanted(t.schema, t.table):
+                    continue
+                op = ev.op.value.lower()
+                if self.event_filter.rules and self.event_filter.should_skip_dml(t.schema, t.table, op):
+                    continue
+                open_txn.setdefault((t.schema, t.table, t.version), []).append(ev)
+            else:
+                for out in self._flush_txn(open_txn, seq):
+                    seq += 1
+                    yield out
+                open_txn = {}
+                if self._ddl_wanted(ev):
+                    seq += 1
+                    yield ("ddl", 0, ev.schema, ev.table, 0, 0, ev.commit_ts, seq, 0, pickle.dumps(ev), None)
+        for out in self._flush_txn(open_txn, seq):
+            yield out
+
+    def _flush_txn(self, open_txn: dict[tuple[str, str, int], list[RowChange]], seq: int) -> Iterator[OutRow]:
+        for (schema, table, version), rows in open_txn.items():
+            if not self.sink.output_raw_change_event:
+                rows = split_key_updates(rows)
+            groups: dict[int, list[RowChange]] = {}
+            for r in rows:
+                groups.setdefault(r.physical_table_id, []).append(r)
+            for pid, group in groups.items():
+                data = self.encoder.encode_txn(group)
+                if not data:
+                    continue
+                key = (schema, table, version)
+                info: bytes | None = None
+                if key not in self._sent_info:
+                    self._sent_info.add(key)
+                    info = pickle.dumps(group[0].table)
+                seq += 1
+                yield (
+                    "dml",
+                    self._bucket(schema, table),
+                    schema,
+                    table,
+                    version,
+                    pid,
+                    group[0].commit_ts,
+                    seq,
+                    len(group),
+                    data,
+                    info,
+                )
+
+
+def load_info(blob: Any) -> Any:
+    """Unpickle a TableInfo or DDLEvent sent by ``ChunkTransform`` (our own bytes, between our processes)."""
+    return pickle.loads(blob)

@@ -1,0 +1,85 @@
+"""Helpers for pipeline integration tests: a puller thread over the session MariaDB and bounded waits."""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Callable, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sparkcdc.capture import Puller, PullerConfig, RelayLog
+from sparkcdc.capture.position import file_seq
+from tests.fixtures.mariadb import FreshDatabase
+
+
+class PullerThread:
+    """The server's capture thread, as in ``cdc server``: pulls until stopped."""
+
+    def __init__(self, db: FreshDatabase, data_dir: Path) -> None:
+        self.db = db
+        self.data_dir = data_dir
+        self.puller = Puller(PullerConfig(data_dir=str(data_dir), heartbeat_s=0.5, **db.puller_kwargs()))
+        self.stop_event = threading.Event()
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, daemon=True, name="test-puller")
+        self.thread.start()
+        wait_for(lambda: RelayLog(data_dir).progress() is not None if (data_dir / "relay" / "index.db").exists()
+                 else False, 30, "relay log bootstrap")
+
+    def _run(self) -> None:
+        try:
+            self.puller.run(self.stop_event)
+        except BaseException as e:  # surfaced by caught_up()
+            self.error = e
+
+    def resolved_ts(self) -> int:
+        relay = RelayLog(self.data_dir)
+        try:
+            return relay.resolved_ts()
+        finally:
+            relay.close()
+
+    def caught_up(self, timeout: float = 60) -> int:
+        """Wait until the relay log holds everything the upstream has written so far; its resolved ts."""
+        file, pos = self.db.query("SHOW MASTER STATUS")[0][:2]
+        target = (file_seq(file), int(pos))
+
+        def done() -> bool:
+            assert self.error is None, self.error
+            relay = RelayLog(self.data_dir)
+            try:
+                p = relay.progress()
+            finally:
+                relay.close()
+            return p is not None and (file_seq(p.binlog_file), p.binlog_pos) >= target
+
+        wait_for(done, timeout, "relay log to catch up")
+        return self.resolved_ts()
+
+    def close(self) -> None:
+        self.stop_event.set()
+        self.thread.join(30)
+        self.puller.close()
+
+
+def wait_for(cond: Callable[[], Any], timeout: float, what: str, interval: float = 0.1) -> Any:
+    deadline = time.monotonic() + timeout
+    while True:
+        value = cond()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+        time.sleep(interval)
+
+
+@pytest.fixture
+def puller_thread(fresh_db: FreshDatabase, tmp_path: Path) -> Iterator[PullerThread]:
+    t = PullerThread(fresh_db, tmp_path / "capture")
+    try:
+        yield t
+    finally:
+        t.close()
