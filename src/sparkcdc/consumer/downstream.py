@@ -108,10 +108,11 @@ class MysqlTarget:
                 **extra,
             )
         except pymysql.MySQLError as e:
+            errno = e.args[0] if e.args and isinstance(e.args[0], int) else 0
             raise SparkcdcError(
                 f"cannot connect to downstream {self}: {safe_error(e, self.password)}",
                 code="CDC:ErrMySQLConnectionError",
-                retryable=True,
+                retryable=errno >= 2000,  # client-side: refused, lost, timeout; 1045 access denied is final
             ) from None
 
 

@@ -1,0 +1,83 @@
+"""`cdc storage-consumer` on damaged trees: one `Error:` line naming the path, exit 1, no checkpoint advance,
+and a correct resume once the tree is repaired."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from sparkcdc.consumer.downstream import MysqlTarget
+from tests.integration.consumer.servers import downstream_server, run_sql, target  # noqa: F401
+from tests.unit.consumer.trees import Tree, csv_row, table
+
+pytestmark = [pytest.mark.e2e, pytest.mark.integration]
+
+CDC = str(Path(sys.executable).parent / "cdc")
+V1 = 440000000000000000
+
+
+def _run(root: Path, t: MysqlTarget, *extra: str) -> subprocess.CompletedProcess[str]:
+    cfg = root.parent / "cf.toml"
+    cfg.write_text("[sink.csv]\ninclude-commit-ts = true\n")
+    return subprocess.run(
+        [CDC, "storage-consumer", "--upstream-uri", f"file://{root}?protocol=csv", "--downstream-uri",
+         f"mysql://consumer:s3cret-pw@{t.host}:{t.port}/", "--once", "--quiet", "--log-level", "error",
+         "--config", str(cfg), *extra],
+        capture_output=True, text=True, timeout=300, env={**os.environ, "PYTHONPATH": "src"},
+    )  # fmt: skip
+
+
+@pytest.fixture()
+def prepared(tmp_path: Path, target: MysqlTarget) -> tuple[Tree, MysqlTarget]:  # noqa: F811
+    run_sql(target, "DROP DATABASE IF EXISTS errdb", "DROP DATABASE IF EXISTS sparkcdc_consumer",
+            "CREATE DATABASE errdb", "CREATE TABLE errdb.t (id INT PRIMARY KEY, v VARCHAR(20))",
+            "CREATE USER IF NOT EXISTS 'consumer'@'%' IDENTIFIED BY 's3cret-pw'",
+            "GRANT ALL ON *.* TO 'consumer'@'%'")  # fmt: skip
+    tree = Tree(tmp_path / "tree")
+    tree.schema(table("errdb", "t"), V1)
+    tree.data("errdb", "t", V1, 1, [csv_row("I", "errdb", "t", V1 + 1, 1, "a")])
+    tree.metadata(V1 + 100)
+    return tree, target
+
+
+def _ids(t: MysqlTarget) -> list[int]:
+    return [r[0] for r in run_sql(t, "SELECT id FROM errdb.t ORDER BY id")]
+
+
+@pytest.mark.parametrize("damage", ["foreign", "checksum", "no-schema", "truncated"])
+def test_damaged_tree_stops_with_one_line_then_resumes(prepared: tuple[Tree, MysqlTarget], damage: str) -> None:
+    tree, t = prepared
+    t_next = table("errdb", "t")
+    if damage == "foreign":
+        bad = tree.put("errdb/t/README.md", b"not ours")
+        repair = lambda: (tree.root / bad).unlink()  # noqa: E731
+    elif damage == "checksum":
+        good = tree.schema(t_next, V1 + 50)
+        bad = good.replace(good.rsplit("_", 1)[1], "0000000042.json")
+        (tree.root / good).rename(tree.root / bad)
+        tree.data("errdb", "t", V1 + 50, 1, [csv_row("I", "errdb", "t", V1 + 60, 2, "b")])
+        repair = lambda: (tree.root / bad).rename(tree.root / good)  # noqa: E731
+    elif damage == "no-schema":
+        tree.data("errdb", "t", V1 + 50, 1, [csv_row("I", "errdb", "t", V1 + 60, 2, "b")])
+        bad = f"errdb/t/{V1 + 50}"
+        repair = lambda: tree.schema(t_next, V1 + 50)  # noqa: E731
+    else:
+        line = csv_row("I", "errdb", "t", V1 + 60, 2, "bbbbbb")
+        bad = tree.data("errdb", "t", V1, 2, [line[:-9]])
+        repair = lambda: (tree.root / bad).write_text(line)  # noqa: E731
+    res = _run(tree.root, t)
+    assert res.returncode == 1
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: ") and bad in lines[0], res.stderr
+    assert "s3cret-pw" not in res.stderr
+    assert "Traceback" not in res.stderr
+    applied = _ids(t)
+    assert 2 not in applied  # nothing past the damage
+    repair()
+    res = _run(tree.root, t)
+    assert res.returncode == 0, res.stderr
+    assert _ids(t) == ([1] if damage == "foreign" else [1, 2])
