@@ -73,6 +73,16 @@ class PullerConfig:
             raise ConfigError(f"puller: server_id must be a positive 32-bit integer, got {self.server_id}")
 
 
+def _mariadb_only(cur: Any, sql: str, args: Any = None) -> str:
+    """A MariaDB GTID query; "" on servers without it (MySQL)."""
+    try:
+        cur.execute(sql, args)
+        row = cur.fetchone()
+    except pymysql.err.MySQLError:
+        return ""
+    return str(row[0] or "") if row else ""
+
+
 class _Txn:
     __slots__ = ("ddl_query", "ddl_schema", "gtid", "has_begin", "maps", "standalone")
 
@@ -120,9 +130,12 @@ class Puller:
 
     # -- state helpers -----------------------------------------------------------------------------
     def _set_gtid_state(self, text: str) -> None:
+        """MariaDB GTID list ``domain-server-seq,...``; anything else (MySQL GTID sets) is not tracked."""
         self._gtid = {}
         for part in filter(None, (p.strip() for p in text.split(","))):
-            self._gtid[int(part.split("-")[0])] = part
+            fields = part.split("-")
+            if len(fields) == 3 and all(f.isdigit() for f in fields):
+                self._gtid[int(fields[0])] = part
 
     @property
     def gtid_state(self) -> str:
@@ -164,7 +177,14 @@ class Puller:
                 now_ms = int(float(cur.fetchone()[0]) * 1000)
                 mode = self.start.mode
                 if mode == "now":
-                    cur.execute("FLUSH TABLES WITH READ LOCK")
+                    try:
+                        cur.execute("FLUSH TABLES WITH READ LOCK")
+                        locked = True
+                    except pymysql.err.MySQLError as e:
+                        # Without RELOAD the snapshot is not atomic with the position: a DDL racing the
+                        # start may be seen twice or not at all. Say so once.
+                        log.warning("cannot lock tables for the schema snapshot (%s); taking it unlocked", e)
+                        locked = False
                     try:
                         cur.execute("SHOW MASTER STATUS")
                         row = cur.fetchone()
@@ -172,20 +192,19 @@ class Puller:
                             raise UpstreamError("upstream has no binary log; start it with log_bin and "
                                                 "binlog_format=ROW")
                         self.file, self.pos = row[0], int(row[1])
-                        cur.execute("SELECT @@GLOBAL.gtid_binlog_pos")
-                        self._set_gtid_state(cur.fetchone()[0] or "")
+                        self._set_gtid_state(_mariadb_only(cur, "SELECT @@GLOBAL.gtid_binlog_pos"))
                         self.last_tso = tso.compose(now_ms)
                         self.tracker.bootstrap(cur, self.last_tso)
                     finally:
-                        cur.execute("UNLOCK TABLES")
+                        if locked:
+                            cur.execute("UNLOCK TABLES")
                 elif mode == "position":
                     assert self.start.position is not None
                     p = self.start.position
                     self.file, self.pos, self.last_tso = p.file, p.pos, p.last_tso
                     gtid = p.gtid_state
                     if not gtid:
-                        cur.execute("SELECT BINLOG_GTID_POS(%s, %s)", (p.file, p.pos))
-                        gtid = (cur.fetchone() or [""])[0] or ""
+                        gtid = _mariadb_only(cur, "SELECT BINLOG_GTID_POS(%s, %s)", (p.file, p.pos))
                     self._set_gtid_state(gtid)
                     self.tracker.bootstrap(cur, p.last_tso)
                 elif mode == "gtid":
@@ -407,6 +426,10 @@ class Puller:
             if txn is None and log_pos > self.pos and not flags & b.LOG_EVENT_ARTIFICIAL_F:
                 self.pos = log_pos
             return
+        if typ in (b.PARTIAL_UPDATE_ROWS_EVENT, b.MYSQL_TRANSACTION_PAYLOAD_EVENT):
+            raise UpstreamError(
+                "upstream writes partial JSON updates or compressed transaction payloads; set "
+                "binlog_row_value_options='' and binlog_transaction_compression=OFF", retryable=False)
         if typ in b.COMPRESSED_EVENTS:
             raise UpstreamError("compressed binlog events (log_bin_compress=ON) are not supported; disable it",
                                 retryable=False)

@@ -147,3 +147,18 @@ def test_timestamp_renders_in_requested_zone(fresh_db: FreshDatabase, tmp_path: 
                 if isinstance(e, RowChange)]
     assert utc[0].after == (1, "2024-06-01 12:00:00.250")
     assert shanghai[0].after == (1, "2024-06-01 20:00:00.250")
+
+
+def test_huge_row_spans_packets_and_spills(fresh_db: FreshDatabase, tmp_path: Path) -> None:
+    db = fresh_db
+    db.execute("CREATE TABLE huge (id INT PRIMARY KEY, b LONGBLOB, t LONGTEXT)")
+    puller = make_puller(db, tmp_path)
+    start = puller.catch_up(30).resolved_ts
+    db.execute("INSERT INTO huge VALUES (1, REPEAT(X'00FF', 10 * 1024 * 1024), REPEAT('é', 3 * 1024 * 1024))")
+    puller.catch_up(60)
+    puller.close()
+    rows = [e for e in for_schema(decode_all(tmp_path, start), db.name) if isinstance(e, RowChange)]
+    assert len(rows) == 1 and rows[0].after is not None
+    _, blob, text = rows[0].after
+    assert blob == b"\x00\xff" * (10 * 1024 * 1024)  # a 20 MiB event: several 16 MiB packets
+    assert text == "é" * (3 * 1024 * 1024)
