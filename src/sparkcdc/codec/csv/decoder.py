@@ -42,7 +42,6 @@ from sparkcdc.errors import DecodeError
 from sparkcdc.model import ColumnInfo, RowChange, RowOp, TableInfo
 from sparkcdc.model.column_type import BLOB_TYPES, INTEGER_TYPES
 
-_UINT_RE: Final = re.compile(r"[0-9]+")
 _FLOAT_RE: Final = re.compile(r"[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?|[-+]?Inf|NaN")
 _DECIMAL_RE: Final = re.compile(r"-?[0-9]+(?:\.[0-9]+)?")
 _HEX_RE: Final = re.compile(r"(?:[0-9a-fA-F]{2})*")
@@ -225,6 +224,41 @@ class _TableParser:
         self.parsers = [column_parser(c, cfg) for _, c in self.visible]
         self.has_virtual = len(self.visible) != len(table.columns)
         self.header = cfg.delimiter.join(header_names(cfg, [c.name for _, c in self.visible])).lower()
+        self.convert = self._compile(table, cfg, grammar)
+
+    def _compile(self, table: TableInfo, cfg: CsvConfig, grammar: _Grammar) -> Callable[[tuple[Any, ...]], Any]:
+        """``convert(groups) -> ((op, commit_ts_text, is_update_text), values)`` for one matched row.
+
+        Compiled from Python source (as the encoder's formatter) so a row is one call without a loop over
+        fields. Parsers raise ``ValueError``; the caller then re-runs the generic path to name the column.
+        """
+        namespace: dict[str, Any] = {"N": cfg.null, "Q": cfg.quote, "QQ": cfg.quote * 2, "BS": "\\"}
+        namespace["UNESC"] = grammar.unescape if not cfg.quote else None
+
+        def field(k: int) -> str:
+            if cfg.quote:  # groups alternate (quoted content, bare text); one of each pair is None
+                bare = f"(None if (b := g[{2 * k + 1}]) == N else b)"
+                return f"(q.replace(QQ, Q) if (q := g[{2 * k}]) is not None else {bare})"
+            return f"(None if (x := g[{k}]) == N else (UNESC(x) if BS in x else x))"
+
+        ts = field(3) if cfg.include_commit_ts else "None"
+        flag = field(3 + cfg.include_commit_ts) if cfg.output_old_value else "None"
+        position = {i: j for j, (i, _) in enumerate(self.visible)}
+        values = []
+        for i, _ in enumerate(table.columns):
+            j = position.get(i)
+            if j is None:
+                values.append("None")
+            elif self.parsers[j] is str:
+                values.append(field(self.n_meta + j))
+            else:
+                namespace[f"P{j}"] = self.parsers[j]
+                values.append(f"(None if (t := {field(self.n_meta + j)}) is None else P{j}(t))")
+        source = f"def convert(g):\n    return ({field(0)}, {ts}, {flag}), ({', '.join(values)},)\n"
+        local: dict[str, Any] = {}
+        exec(compile(source, f"<csv row converter {table.qualified_name}>", "exec"), namespace, local)
+        fn: Callable[[tuple[Any, ...]], Any] = local["convert"]
+        return fn
 
 
 class CsvDecoder:
@@ -313,13 +347,8 @@ class CsvDecoder:
                     f"{tp.header[:200]!r}"
                 )
             pos = m.end()
-        quote_mode = bool(cfg.quote)
-        null = cfg.null
-        quote, doubled = cfg.quote, cfg.quote * 2
-        grammar = self._grammar
-        n_meta = tp.n_meta
-        ts_at = 3 if cfg.include_commit_ts else -1
-        upd_at = 3 + cfg.include_commit_ts if cfg.output_old_value else -1
+        with_ts, with_flag = cfg.include_commit_ts, cfg.output_old_value
+        convert = tp.convert
         row_match = tp.row_re.match
         end = len(text)
         pending: RowChange | None = None  # the D half of an is-update pair
@@ -327,35 +356,24 @@ class CsvDecoder:
             m = row_match(text, pos)
             if m is None:
                 raise self._diagnose(text, pos, tp, where)
-            groups = m.groups()
-            if quote_mode:
-                # groups alternate (quoted content, bare text); exactly one of each pair is not None
-                fields: list[str | None] = [
-                    (None if b == null else b) if q is None else q
-                    for q, b in zip(groups[0::2], groups[1::2], strict=True)
-                ]
-                if doubled in m.group(0):  # bare fields hold no quote, so only quoted ones change
-                    fields = [f.replace(doubled, quote) if f else f for f in fields]
-            else:
-                fields = [None if raw == null else (grammar.unescape(raw) if "\\" in raw else raw) for raw in groups]
             row_pos = pos
             pos = m.end()
-            op = fields[0]
+            try:
+                (op, ts_text, flag), values = convert(m.groups())
+            except (ValueError, OverflowError):
+                raise self._value_error(m, tp, text, row_pos, where) from None
             if op not in _OPS:
                 raise self._error(text, row_pos, where, "operation", f"{op!r} is not I, U or D")
             commit_ts = 0
-            if ts_at >= 0:
-                ts_text = fields[ts_at]
-                if ts_text is None or not _UINT_RE.fullmatch(ts_text) or int(ts_text) > _MAX_U64:
+            if with_ts:
+                if ts_text is None or not ts_text.isdigit() or not ts_text.isascii() or int(ts_text) > _MAX_U64:
                     raise self._error(text, row_pos, where, "commit-ts", f"{ts_text!r} is not a uint64 commit ts")
                 commit_ts = int(ts_text)
             is_update = False
-            if upd_at >= 0:
-                flag = fields[upd_at]
+            if with_flag:
                 if flag not in ("true", "false"):
                     raise self._error(text, row_pos, where, "is-update", f"{flag!r} is not true or false")
                 is_update = flag == "true"
-            values = self._values(fields, n_meta, tp, text, row_pos, where)
             if pending is not None:
                 if not (is_update and op == "I" and commit_ts == pending.commit_ts):
                     raise self._error(
@@ -377,26 +395,28 @@ class CsvDecoder:
         if pending is not None:
             raise self._error(text, end, where, "operation", "the file ends inside an is-update D+I pair")
 
-    def _values(
-        self, fields: list[str | None], n_meta: int, tp: _TableParser, text: str, row_pos: int, where: str
-    ) -> tuple[Any, ...]:
-        raw = fields[n_meta:]
-        try:
-            converted = [None if f is None else p(f) for p, f in zip(tp.parsers, raw, strict=True)]
-        except (ValueError, OverflowError):
-            for (_, col), parse, f in zip(tp.visible, tp.parsers, raw, strict=True):
-                try:
-                    if f is not None:
-                        parse(f)
-                except (ValueError, OverflowError) as e:
-                    raise self._error(text, row_pos, where, col.name, str(e)) from None
-            raise  # pragma: no cover - the loop above re-raises every failure
-        if not tp.has_virtual:
-            return tuple(converted)
-        out: list[Any] = [None] * len(tp.table.columns)
-        for (i, _), value in zip(tp.visible, converted, strict=True):
-            out[i] = value
-        return tuple(out)
+    def _fields(self, m: re.Match[str]) -> list[str | None]:
+        """The fields of a matched row, generic (slow) form of the compiled converter."""
+        cfg = self.config
+        groups = m.groups()
+        if cfg.quote:
+            return [
+                (None if b == cfg.null else b) if q is None else q.replace(cfg.quote * 2, cfg.quote)
+                for q, b in zip(groups[0::2], groups[1::2], strict=True)
+            ]
+        unescape = self._grammar.unescape
+        return [None if raw == cfg.null else (unescape(raw) if "\\" in raw else raw) for raw in groups]
+
+    def _value_error(self, m: re.Match[str], tp: _TableParser, text: str, row_pos: int, where: str) -> DecodeError:
+        """Name the column whose value did not parse (the compiled converter only says that one did not)."""
+        raw = self._fields(m)[tp.n_meta :]
+        for (_, col), parse, f in zip(tp.visible, tp.parsers, raw, strict=True):
+            try:
+                if f is not None:
+                    parse(f)
+            except (ValueError, OverflowError) as e:
+                return self._error(text, row_pos, where, col.name, str(e))
+        return self._error(text, row_pos, where, "?", "a value does not parse")  # pragma: no cover
 
     def _error(self, text: str, pos: int, where: str, column: str, what: str) -> DecodeError:
         line = text.count("\n", 0, pos) + 1
