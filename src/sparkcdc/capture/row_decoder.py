@@ -11,6 +11,7 @@ from __future__ import annotations
 import struct
 from collections.abc import Callable
 from datetime import UTC, tzinfo
+from decimal import Decimal
 from typing import Any
 
 from sparkcdc.capture import table_map as tm
@@ -18,10 +19,11 @@ from sparkcdc.capture.binlog import lenenc_int
 from sparkcdc.capture.charsets import BINARY_COLLATION, charset_of_collation, text_decoder
 from sparkcdc.capture.json_binary import decode_json_binary
 from sparkcdc.capture.values import (
+    DATE_PREFIX,
+    HMS,
+    decimal_plan,
     decimal_size,
     frac_bytes,
-    make_datetime2_reader,
-    make_decimal_reader,
     read_date,
     read_old_datetime,
     read_old_time,
@@ -234,12 +236,41 @@ class RowDecoder:
             assert isinstance(meta, tuple)
             prec, scale = meta
             size = decimal_size(prec, scale)
-            return [f"{v} = {g.const(make_decimal_reader(prec, scale))}(b, p)", f"p += {size}"]
+            size, expr = decimal_plan(prec, scale)
+            sign = 1 << (size * 8 - 1)
+            dec = g.const(Decimal)
+            suffix = f"e-{scale}" if scale else ""
+            return [
+                f"r = int.from_bytes(b[p:p + {size}], 'big')",
+                f"p += {size}",
+                f"if r & {sign}:",
+                f"    r ^= {sign}",
+                f"    {v} = {dec}('%d{suffix}' % ({expr}))",
+                "else:",
+                f"    r ^= {(1 << (size * 8)) - 1 - sign}",
+                f"    u = {expr}",
+                f"    {v} = {dec}('-%d{suffix}' % u) if u else {dec}('0{suffix}')",
+            ]
         if typ in (tm.T_DATE, tm.T_NEWDATE):
             return [f"{v} = {g.const(read_date)}(b, p)", "p += 3"]
         if typ == tm.T_DATETIME2:
             fsp = int(meta)  # type: ignore[arg-type]
-            return [f"{v} = {g.const(make_datetime2_reader(fsp))}(b, p)", f"p += {5 + frac_bytes(fsp)}"]
+            fb = frac_bytes(fsp)
+            dates, times = g.const(DATE_PREFIX), g.const(HMS)
+            if fsp == 0:
+                return [
+                    "x = int.from_bytes(b[p:p + 5], 'big') - 0x8000000000",
+                    "p += 5",
+                    f"{v} = {dates}[x >> 17] + {times}[x & 0x1FFFF]",
+                ]
+            scale = 10000 if fb == 1 else 100 if fb == 2 else 1
+            return [
+                f"x = int.from_bytes(b[p:p + {5 + fb}], 'big')",
+                f"p += {5 + fb}",
+                f"y = (x >> {8 * fb}) - 0x8000000000",
+                f"{v} = {dates}[y >> 17] + {times}[y & 0x1FFFF] + "
+                f"'.%0{fsp}d' % ((x & {(1 << (8 * fb)) - 1}) * {scale} // {10 ** (6 - fsp)})",
+            ]
         if typ == tm.T_TIMESTAMP2:
             return [
                 f"{v} = {g.const(read_timestamp2)}(b, p, {meta}, {g.const(self.tz)})",

@@ -218,3 +218,27 @@ def make_datetime2_reader(fsp: int) -> Callable[[bytes, int], str]:
         return date[packed >> 17] + hms[packed & 0x1FFFF] + frac
 
     return read
+
+
+def decimal_plan(precision: int, scale: int) -> tuple[int, str]:
+    """(size, expression over ``r``) giving the unscaled integer of a DECIMAL whose sign bit was cleared and
+    whose bytes were un-inverted; used by the row decoder's code generator to inline DECIMAL columns."""
+    size = decimal_size(precision, scale)
+    intg = precision - scale
+    groups: list[tuple[int, int]] = []
+    if intg % 9:
+        groups.append((_DIG2BYTES[intg % 9], intg % 9))
+    groups += [(4, 9)] * (intg // 9) + [(4, 9)] * (scale // 9)
+    if scale % 9:
+        groups.append((_DIG2BYTES[scale % 9], scale % 9))
+    terms = []
+    shift = size * 8
+    digits_after = sum(d for _, d in groups)
+    for nbytes, digits in groups:
+        shift -= nbytes * 8
+        digits_after -= digits
+        part = f"(r >> {shift})" if shift else "r"
+        if shift + nbytes * 8 < size * 8:  # not the leading group: mask off the groups before it
+            part = f"({part} & {(1 << (nbytes * 8)) - 1})"
+        terms.append(f"{part} * {10**digits_after}" if digits_after else part)
+    return size, " + ".join(terms) or "0"

@@ -232,3 +232,43 @@ def test_rewind_and_reopen(tmp_path: Path) -> None:
     w2.close()
     with pytest.raises(StorageError):
         rewind(tmp_path, 99)
+
+
+@pytest.mark.parametrize(("precision", "scale"), [(10, 2), (18, 9), (65, 30), (5, 0), (40, 12), (1, 1), (27, 9)])
+def test_generated_decimal_reader_matches_reference(precision: int, scale: int) -> None:
+    import random
+
+    from sparkcdc.capture.row_decoder import RowDecoder
+    from sparkcdc.capture.table_map import T_NEWDECIMAL, TableMap
+
+    rng = random.Random(precision * 100 + scale)
+    dec = RowDecoder(TableMap(1, "d", "t", (T_NEWDECIMAL,), ((precision, scale),), (True,)))
+    for _ in range(300):
+        ip = "".join(rng.choice("0123456789") for _ in range(rng.randint(0, precision - scale))) or "0"
+        fp = "".join(rng.choice("0123456789") for _ in range(scale))
+        text = ("-" if rng.random() < 0.5 else "") + ip + ("." + fp if scale else "")
+        raw = _mysql_decimal(text, precision, scale)
+        body = b"\x01\x01\x00" + raw  # column count 1, present bitmap, null bitmap, value
+        got = dec.decode_rows(body, 0, len(body), False)[0][0]
+        assert got == Decimal(text) and got.as_tuple().exponent == -scale
+        assert str(got) == str(read_decimal(raw, 0, precision, scale, len(raw)))
+
+
+@pytest.mark.parametrize("fsp", range(7))
+def test_generated_datetime_reader_matches_reference(fsp: int) -> None:
+    import random
+
+    from sparkcdc.capture.row_decoder import RowDecoder
+    from sparkcdc.capture.table_map import T_DATETIME2, TableMap
+
+    rng = random.Random(fsp)
+    dec = RowDecoder(TableMap(1, "d", "t", (T_DATETIME2,), (fsp,), (True,)))
+    fb = (fsp + 1) // 2
+    for _ in range(300):
+        ymd = rng.randint(0, 9999 * 13 + 12) << 5 | rng.randint(0, 31)
+        hms = rng.randint(0, 23) << 12 | rng.randint(0, 59) << 6 | rng.randint(0, 59)
+        frac = [0, rng.randint(0, 99), rng.randint(0, 9999), rng.randint(0, 999999)][fb]
+        frac -= frac % 10 if fsp in (1, 3, 5) else 0
+        raw = ((ymd << 17 | hms) + 0x8000000000).to_bytes(5, "big") + (frac.to_bytes(fb, "big") if fb else b"")
+        body = b"\x01\x01\x00" + raw
+        assert dec.decode_rows(body, 0, len(body), False)[0][0] == read_datetime2(raw, 0, fsp)
