@@ -347,6 +347,9 @@ class SchemaTracker:
             log.warning("DDL at ts=%d not reproduced (%s); %s will be rebuilt from its next table map",
                         commit_ts, e, ".".join(target) if target else "no table")
             changes = []
+            if target is not None and target[0].lower() in SYSTEM_SCHEMAS:
+                target = None
+                query = ""
             if target is not None:
                 self.stale.add(target)
                 pre = self.state.tables.get(target)
@@ -355,8 +358,11 @@ class SchemaTracker:
                     bumped = pre.with_version(commit_ts)
                     self.state.tables[target] = bumped
                     changes = [DDLChange(DDLAction.NONE, target[0], target[1], pre, bumped, query)]
-            elif isinstance(e, UnsupportedDDL) or query.strip().upper().startswith(("CREATE", "ALTER", "DROP")):
+            elif query and (isinstance(e, UnsupportedDDL)
+                            or query.strip().upper().startswith(("CREATE", "ALTER", "DROP"))):
                 changes = [DDLChange(DDLAction.NONE, default_schema, "", None, None, query)]
+        # System schemas (mysql.*, …) are neither tracked nor replicated.
+        changes = [ch for ch in changes if ch.schema.lower() not in SYSTEM_SCHEMAS]
         for key in before.keys() - self.state.tables.keys():
             self._version(key[0], key[1], commit_ts, None)
         for key, info in self.state.tables.items():

@@ -272,3 +272,18 @@ def test_generated_datetime_reader_matches_reference(fsp: int) -> None:
         raw = ((ymd << 17 | hms) + 0x8000000000).to_bytes(5, "big") + (frac.to_bytes(fb, "big") if fb else b"")
         body = b"\x01\x01\x00" + raw
         assert dec.decode_rows(body, 0, len(body), False)[0][0] == read_datetime2(raw, 0, fsp)
+
+
+def test_tracker_ignores_system_schemas_and_marks_unparsed_tables_stale(tmp_path: Path) -> None:
+    import sqlite3
+
+    from sparkcdc.capture.schema_history import SchemaTracker
+
+    tracker = SchemaTracker(sqlite3.connect(":memory:"))
+    assert tracker.apply_ddl("CREATE TABLE t (id INT PRIMARY KEY)", "db", 10)[0].action is DDLAction.CREATE_TABLE
+    assert tracker.apply_ddl("ALTER TABLE mysql.user ADD COLUMN x INT", "db", 11) == []
+    assert tracker.apply_ddl("CREATE TABLE mysql.zz (id INT)", "db", 12) == []
+    changes = tracker.apply_ddl("ALTER TABLE t WEIRD SYNTAX HERE(", "db", 13)
+    assert [c.action for c in changes] == [DDLAction.NONE]
+    assert changes[0].post is not None and changes[0].post.version == 13
+    assert tracker.needs_table_map("db", "t") and not tracker.needs_table_map("mysql", "user")
