@@ -17,7 +17,16 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from sparkcdc.capture import binlog as b
 from sparkcdc.capture.ddl import SYSTEM_SCHEMAS
-from sparkcdc.capture.relay_log import FLAG_CHECKSUM, FLAG_DDL, ChunkRef, RelayLog, iter_frames, open_chunk
+from sparkcdc.capture.relay_log import (
+    FLAG_CHECKSUM,
+    FLAG_DDL,
+    FRAME,
+    FRAME_LEN,
+    ChunkRef,
+    RelayLog,
+    iter_frames,
+    open_chunk,
+)
 from sparkcdc.capture.row_decoder import RowDecoder
 from sparkcdc.capture.schema_history import SchemaHistory, table_from_map
 from sparkcdc.capture.table_map import TableMap, parse_table_map
@@ -47,6 +56,16 @@ def resolve_tz(tz: tzinfo | str | None) -> tzinfo:
 
 
 _HISTORIES: dict[str, tuple[int, SchemaHistory]] = {}
+
+
+def _last_frame_ts(data: bytes) -> int:
+    """Commit-ts of the last frame of raw chunk bytes (hops from header to header)."""
+    pos, last = 0, 0
+    while pos + FRAME_LEN <= len(data):
+        _magic, _v, _f, _r, plen, ts, _crc = FRAME.unpack_from(data, pos)
+        last = ts
+        pos += FRAME_LEN + plen
+    return last
 
 
 def _cached_history(data_dir: str, need_ts: int) -> SchemaHistory:
@@ -113,7 +132,7 @@ def decode_chunk(
     if isinstance(schema_source, SchemaHistory):
         history = schema_source
     else:
-        need = source.last_ts if isinstance(source, ChunkRef) else 1 << 63
+        need = source.last_ts if isinstance(source, ChunkRef) else _last_frame_ts(source)
         history = _cached_history(str(schema_source), need)
     zone = resolve_tz(tz)
     stream, length, name = open_chunk(source)
