@@ -301,7 +301,15 @@ class Puller:
             except Exception:  # closing a broken socket must not mask the original error
                 pass
         if self._reader is not None:
-            self._reader.join(timeout=5)
+            # The reader may be blocked on a full queue rather than in recv(): drain until it exits.
+            deadline = time.monotonic() + 10
+            while self._reader.is_alive() and time.monotonic() < deadline:
+                try:
+                    while True:
+                        self._queue.get_nowait()
+                except queue.Empty:
+                    pass
+                self._reader.join(timeout=0.05)
             self._reader = None
 
     # -- main loop ---------------------------------------------------------------------------------

@@ -162,3 +162,24 @@ def test_start_tso_is_deterministic(fresh_db: FreshDatabase, tmp_path: Path) -> 
     assert [(t.commit_ts, t.binlog_file, t.binlog_pos) for t in later] == [
         (t.commit_ts, t.binlog_file, t.binlog_pos) for t in everything if t.commit_ts > cut
     ]
+
+
+def test_stopping_with_a_backlog_releases_the_reader(fresh_db: FreshDatabase, tmp_path: Path) -> None:
+    fresh_db.execute("CREATE TABLE bl (id INT PRIMARY KEY, pad VARCHAR(100))")
+    puller = make_puller(fresh_db, tmp_path)
+    puller.catch_up(30)
+    fresh_db.execute("INSERT INTO bl SELECT seq, REPEAT('x', 100) FROM seq_1_to_1000")
+    file, pos = fresh_db.query("SHOW MASTER STATUS")[0][:2]
+    for k in range(1, 60):  # ~7 MB of row events behind the stop point: the reader's queue fills up
+        fresh_db.execute(f"INSERT INTO bl SELECT seq + {k * 1000}, REPEAT('x', 100) FROM seq_1_to_1000")
+    baseline = threading.active_count()
+    started = time.monotonic()
+    puller.run(until=BinlogPosition(file, int(pos)), timeout=60)
+    assert time.monotonic() - started < 8
+    assert threading.active_count() <= baseline
+    assert len(RelayLog(tmp_path).transactions(0)) >= 1
+    puller.catch_up(60)  # and it continues from where it stopped
+    puller.close()
+    ids = [e.after[0] for e in for_schema(decode_all(tmp_path), fresh_db.name)
+           if isinstance(e, RowChange) and e.after is not None]
+    assert ids == list(range(1, 60001))
