@@ -27,7 +27,7 @@ from sparkcdc.codec.canal_json.values import f32_text, f64_text
 from sparkcdc.codec.gofmt import float32, go_float_f, go_json_string
 from sparkcdc.model import ColumnInfo, RowChange, RowOp, TableInfo
 
-SETTINGS = settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+SETTINGS = settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 
 _INT_RANGES = {
     ("tinyint", False): (-(2**7), 2**7 - 1),
@@ -271,13 +271,13 @@ def test_lossy_options(rows: list[RowChange]) -> None:
             assert _canon(got.after) == _canon(want.after)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(st.floats(allow_nan=False))
 def test_f64_text_matches_go(value: float) -> None:
     assert f64_text(value) == go_float_f(value, 64)
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(st.floats(width=32, allow_nan=False))
 def test_f32_text_matches_go_and_round_trips(value: float) -> None:
     text = f32_text(value)
@@ -286,7 +286,7 @@ def test_f32_text_matches_go_and_round_trips(value: float) -> None:
         assert float32(float(text)) == value
 
 
-@settings(max_examples=300, deadline=None)
+@settings(max_examples=200, deadline=None)
 @given(st.one_of(st.text(), _EDGY_TEXT))
 def test_go_fix_is_easyjson_string(text: str) -> None:
     assert go_fix(orjson.dumps(text)).decode() == go_json_string(text, short_bf=False)
