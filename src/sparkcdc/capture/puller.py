@@ -73,6 +73,13 @@ class PullerConfig:
             raise ConfigError(f"puller: server_id must be a positive 32-bit integer, got {self.server_id}")
 
 
+def next_commit_ts(event_seconds: int, last_tso: int) -> int:
+    """The TSO rule: the binlog second as physical milliseconds, or ``last_tso + 1`` when that is not larger
+    (same second, or the upstream clock went back). Past 2**18 transactions in one millisecond the logical part
+    carries into the physical one, so the result always increases strictly."""
+    return max(tso.compose(event_seconds * 1000), last_tso + 1)
+
+
 def _mariadb_only(cur: Any, sql: str, args: Any = None) -> str:
     """A MariaDB GTID query; "" on servers without it (MySQL)."""
     try:
@@ -495,7 +502,7 @@ class Puller:
         txn = self._txn
         assert txn is not None
         self._txn = None
-        commit_ts = max(tso.compose(event_ts * 1000), self.last_tso + 1)
+        commit_ts = next_commit_ts(event_ts, self.last_tso)
         self.last_tso = commit_ts
         if log_pos:
             self.pos = log_pos

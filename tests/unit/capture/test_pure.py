@@ -287,3 +287,19 @@ def test_tracker_ignores_system_schemas_and_marks_unparsed_tables_stale(tmp_path
     assert [c.action for c in changes] == [DDLAction.NONE]
     assert changes[0].post is not None and changes[0].post.version == 13
     assert tracker.needs_table_map("db", "t") and not tracker.needs_table_map("mysql", "user")
+
+
+def test_commit_ts_rule() -> None:
+    from sparkcdc.capture.puller import next_commit_ts
+    from sparkcdc.model import tso
+
+    first = next_commit_ts(1_700_000_000, 0)
+    assert tso.split(first) == (1_700_000_000_000, 0)
+    same_second = next_commit_ts(1_700_000_000, first)
+    assert tso.split(same_second) == (1_700_000_000_000, 1)
+    backwards = next_commit_ts(1_600_000_000, same_second)
+    assert tso.split(backwards) == (1_700_000_000_000, 2)
+    later = next_commit_ts(1_700_000_001, backwards)
+    assert tso.split(later) == (1_700_000_001_000, 0)
+    full = tso.compose(1_700_000_000_000, tso.MAX_LOGICAL)
+    assert tso.split(next_commit_ts(1_700_000_000, full)) == (1_700_000_000_001, 0)
