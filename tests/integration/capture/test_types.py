@@ -162,3 +162,25 @@ def test_huge_row_spans_packets_and_spills(fresh_db: FreshDatabase, tmp_path: Pa
     _, blob, text = rows[0].after
     assert blob == b"\x00\xff" * (10 * 1024 * 1024)  # a 20 MiB event: several 16 MiB packets
     assert text == "é" * (3 * 1024 * 1024)
+
+
+def test_wide_columns_use_two_byte_lengths(fresh_db: FreshDatabase, tmp_path: Path) -> None:
+    db = fresh_db
+    enum = ",".join(f"'e{i}'" for i in range(300))
+    members = ",".join(f"'s{i}'" for i in range(64))
+    db.execute(
+        f"CREATE TABLE w (id INT PRIMARY KEY, c100 CHAR(100), c255 CHAR(255), b255 BINARY(255), e ENUM({enum}), "
+        f"s SET({members}), cl CHAR(200) CHARACTER SET latin1)"
+    )
+    puller = make_puller(db, tmp_path)
+    start = puller.catch_up(30).resolved_ts
+    db.execute("INSERT INTO w VALUES (1, REPEAT('é', 100), REPEAT('€', 255), X'01', 'e299', 's0,s63', "
+               "REPEAT('x', 199))")
+    puller.catch_up(30)
+    puller.close()
+    want = db.query("SELECT id, c100, c255, b255, e + 0, cl FROM w")[0]
+    got = next(e for e in for_schema(decode_all(tmp_path, start), db.name) if isinstance(e, RowChange)).after
+    assert got is not None
+    assert got[:5] + got[6:] == want[:5] + want[5:]
+    assert len(got[3]) == 255 and got[3][0] == 1 and got[3][1:] == bytes(254)  # BINARY keeps its 0x00 padding
+    assert got[5] == 1 | 1 << 63  # SET bitmask: s0 and s63 (unsigned; SELECT s+0 would be signed)
