@@ -241,6 +241,10 @@ class Puller:
             raise UpstreamError(f"upstream binlog_format is {fmt}; set binlog_format=ROW")
         if str(image).upper() != "FULL":
             log.warning("upstream binlog_row_image=%s; UPDATE before-images will miss columns (use FULL)", image)
+        metadata = _mariadb_only(cur, "SELECT @@GLOBAL.binlog_row_metadata")
+        if metadata and metadata.upper() != "FULL":
+            log.warning("upstream binlog_row_metadata=%s; tables the DDL parser cannot rebuild lose their column "
+                        "names (use FULL)", metadata)
 
     def _file_for_tso(self, cur: Any, start_ts: int) -> str:
         """The oldest binlog file still on the server: TSOs are allocated from its start and transactions
