@@ -63,6 +63,12 @@ def start_query(spark: Any, spec: FeedSpec, *, trigger_seconds: float | None = N
     from sparkcdc.pipeline.relay_source import NAME as SOURCE
     from sparkcdc.pipeline.storage_sink import NAME as SINK
 
+    # The JVM resolves a streaming sink's format in the calling thread's *active* session; the server builds
+    # its session in another thread, so make it active here or format("sparkcdc_storage") is not found.
+    try:
+        spark._jvm.org.apache.spark.sql.classic.SparkSession.setActiveSession(spark._jsparkSession)
+    except Exception:  # not a classic (JVM) session: nothing to activate
+        log.debug("cannot set the active session", exc_info=True)
     register(spark)
     state = Path(spec.state_dir)
     state.mkdir(parents=True, exist_ok=True)

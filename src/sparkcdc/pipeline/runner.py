@@ -1,0 +1,357 @@
+"""The Spark runner of ``cdc server`` (``--runner spark``, the default): implements ``ChangefeedRunner``.
+
+One capture thread per server pulls the upstream binlog into ``<data-dir>/capture/relay`` (resolved ts advances
+with heartbeats). Each running changefeed is one Structured Streaming query in the server's SparkSession
+(``--spark-master``), with its private state in ``<data-dir>/changefeeds/<namespace>/<id>/``:
+
+``spec.json``       the query's spec (0600), ``run.json`` the checkpoint this Spark checkpoint started from,
+``spark/``          Spark's checkpointLocation (a restart resumes at the last committed batch exactly),
+``progress.json``   the checkpoint the last batch's commit published (what ``status`` reports).
+
+Restart rule: a requested ``checkpoint_ts`` inside ``[run start, committed checkpoint]`` (the server's stored
+checkpoint may lag after a crash) resumes the Spark checkpoint; anything else (resume with an overwritten
+checkpoint) starts a fresh Spark checkpoint at exactly that ts.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import re
+import shutil
+import sqlite3
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from sparkcdc.errors import SparkcdcError, UpstreamError
+from sparkcdc.pipeline.progress import read_progress
+from sparkcdc.pipeline.spec import FeedSpec
+from sparkcdc.server.model import ChangefeedInfo, RunningError
+from sparkcdc.server.runner import ChangefeedRunner, RunnerContext, RunnerStatus
+from sparkcdc.server.upstream import open_upstream, parse_mysql_uri
+
+log = logging.getLogger(__name__)
+
+_PY_ERROR = re.compile(r"sparkcdc\.errors\.(\w+): (.+)")
+_CODES = {
+    "ConfigError": "CDC:ErrInvalidConfig",
+    "CorruptDataError": "CDC:ErrCorruptData",
+    "DecodeError": "CDC:ErrDecodeFailed",
+    "EncodeError": "CDC:ErrEncodeFailed",
+    "StorageError": "CDC:ErrExternalStorageAPI",
+    "UpstreamError": "CDC:ErrUpstream",
+}
+
+
+class CaptureThread:
+    """Runs the upstream's puller in the server process; restarts it after retryable failures."""
+
+    def __init__(self, upstream_uri: str, capture_dir: Path) -> None:
+        self.args = parse_mysql_uri(upstream_uri)
+        self.capture_dir = capture_dir
+        self.stop_event = threading.Event()
+        self.error: SparkcdcError | None = None
+        self.warning: SparkcdcError | None = None
+        self.thread = threading.Thread(target=self._loop, daemon=True, name="capture")
+
+    def start(self, timeout: float = 60.0) -> int:
+        """Start pulling; wait until the relay log exists. Returns the relay log's bootstrap ts (the oldest
+        commit-ts a changefeed can start after). Raises UpstreamError when capture cannot start."""
+        self.thread.start()
+        marker = self.capture_dir / "bootstrap_ts"
+        deadline = time.monotonic() + timeout
+        while True:
+            if self.error is not None:
+                raise self.error
+            resolved = self.resolved_ts()
+            if resolved:
+                break
+            if time.monotonic() > deadline:
+                raise UpstreamError(f"capture did not start within {timeout:.0f}s; check --upstream", retryable=True)
+            self.stop_event.wait(0.05)
+        if not marker.exists():
+            marker.write_text(str(resolved))
+        return int(marker.read_text())
+
+    def resolved_ts(self) -> int:
+        from sparkcdc.capture import RelayLog
+
+        if not (self.capture_dir / "relay" / "index.db").exists():
+            return 0
+        relay = RelayLog(self.capture_dir)
+        try:
+            return relay.resolved_ts()
+        except (SparkcdcError, sqlite3.Error):  # the puller is still creating the index
+            return 0
+        finally:
+            relay.close()
+
+    def _loop(self) -> None:
+        from sparkcdc.capture import Puller, PullerConfig, StartPoint
+
+        backoff = 0.5
+        while not self.stop_event.is_set():
+            puller = None
+            try:
+                config = PullerConfig(data_dir=str(self.capture_dir), **self.args)
+                puller = Puller(config, StartPoint.now())
+                puller.run(self.stop_event)
+                self.warning = None
+            except SparkcdcError as e:
+                if not e.retryable:
+                    log.error("capture stopped: %s", e)
+                    self.error = e
+                    return
+                log.warning("capture interrupted, retrying in %.1fs: %s", backoff, e)
+                self.warning = e
+                self.stop_event.wait(backoff)
+                backoff = min(backoff * 2, 10)
+            except Exception as e:  # a bug or an unexpected driver error: fail the changefeeds, keep the server
+                log.exception("capture crashed")
+                self.error = UpstreamError(f"capture crashed: {type(e).__name__}: {e}")
+                return
+            finally:
+                if puller is not None:
+                    try:
+                        puller.close()
+                    except Exception:
+                        log.debug("closing the puller failed", exc_info=True)
+
+    def close(self) -> None:
+        self.stop_event.set()
+        if self.thread.is_alive():
+            self.thread.join(30)
+
+
+@dataclass
+class _Feed:
+    info: ChangefeedInfo
+    spec: FeedSpec
+    query: Any  # StreamingQuery; None while starting or when already at target-ts
+    start_checkpoint: int
+    starter: threading.Thread | None = None
+    start_error: RunningError | None = None
+    stopped: bool = False
+
+
+class SparkRunner:
+    """``ChangefeedRunner`` running each changefeed as a Structured Streaming query.
+
+    ``spark`` injects an existing session (tests); otherwise one is built for ``ctx.spark_master`` in the
+    background at construction. ``trigger_seconds`` overrides the sink's flush-interval trigger (tests).
+    """
+
+    def __init__(
+        self,
+        ctx: RunnerContext,
+        *,
+        spark: Any = None,
+        trigger_seconds: float | None = None,
+        capture: bool = True,
+    ) -> None:
+        self.ctx = ctx
+        self.upstream = open_upstream(ctx.upstream_uri)
+        self.capture_dir = Path(ctx.data_dir) / "capture"
+        self.trigger_seconds = trigger_seconds
+        self._feeds: dict[tuple[str, str], _Feed] = {}
+        self._lock = threading.Lock()
+        self._spark = spark
+        self._owns_spark = spark is None
+        self._spark_error: BaseException | None = None
+        self._spark_ready = threading.Event()
+        self.capture: CaptureThread | None = None
+        self.bootstrap_ts = 0
+        if spark is None:
+            threading.Thread(target=self._build_session, daemon=True, name="spark-session").start()
+        else:
+            self._spark_ready.set()
+        if capture and ctx.upstream_uri:
+            self.capture = CaptureThread(ctx.upstream_uri, self.capture_dir)
+            self.bootstrap_ts = self.capture.start()
+
+    # -- session -------------------------------------------------------------------------------------
+    def _build_session(self) -> None:
+        from sparkcdc.pipeline.query import build_session
+
+        try:
+            self._spark = build_session(self.ctx.spark_master, "sparkcdc-server")
+        except BaseException as e:  # reported by the next start()
+            self._spark_error = e
+        finally:
+            self._spark_ready.set()
+
+    def _session(self) -> Any:
+        if not self._spark_ready.wait(180):
+            raise SparkcdcError("the SparkSession did not start within 180s", retryable=True)
+        if self._spark is None:
+            raise SparkcdcError(f"cannot start Spark ({self.ctx.spark_master}): {self._spark_error}")
+        return self._spark
+
+    # -- ChangefeedRunner ----------------------------------------------------------------------------
+    def start(self, info: ChangefeedInfo, checkpoint_ts: int) -> None:
+        if self.capture is None:
+            raise UpstreamError("cdc server has no --upstream; the Spark runner needs one to capture from")
+        key = (info.namespace, info.id)
+        state = self.ctx.changefeed_dir(info.namespace, info.id)
+        state.mkdir(parents=True, exist_ok=True)
+        start_ts = self._prepare_state(state, checkpoint_ts)
+        spec = FeedSpec(
+            changefeed=f"{info.namespace}/{info.id}",
+            capture_dir=str(self.capture_dir),
+            state_dir=str(state),
+            sink_uri=info.sink_uri,
+            config=info.config.to_toml(),
+            start_ts=start_ts,
+            target_ts=info.target_ts,
+            sink_start_ts=checkpoint_ts,
+        )
+        feed = _Feed(info, spec, None, checkpoint_ts)
+        with self._lock:
+            self._feeds[key] = feed
+        if not (info.target_ts and checkpoint_ts >= info.target_ts):
+            # Spark may still be starting (seconds): start the query in the background so the API answers now.
+            feed.starter = threading.Thread(target=self._start_query, args=(feed,), daemon=True,
+                                            name=f"start-{info.id}")  # fmt: skip
+            feed.starter.start()
+        log.info("changefeed=%s/%s starting at checkpoint %d", info.namespace, info.id, checkpoint_ts)
+
+    def _start_query(self, feed: _Feed) -> None:
+        from sparkcdc.pipeline.query import start_query
+
+        try:
+            query = start_query(self._session(), feed.spec, trigger_seconds=self.trigger_seconds)
+        except SparkcdcError as e:
+            feed.start_error = RunningError.from_exception(e, self.ctx.server_addr)
+            return
+        except Exception as e:  # Py4J/Spark analysis errors: keep our error's line when there is one
+            log.debug("changefeed=%s: starting the query failed", feed.spec.changefeed, exc_info=True)
+            feed.start_error = query_error(e, self.ctx.server_addr)
+            return
+        with self._lock:
+            stopped = feed.stopped
+            feed.query = query
+        if stopped:  # stop() came while we were starting
+            query.stop()
+
+    def _prepare_state(self, state: Path, checkpoint_ts: int) -> int:
+        """Keep or reset the Spark checkpoint (module doc); returns the run's first offset."""
+        run_file = state / "run.json"
+        spark_dir = state / "spark"
+        try:
+            run_start = int(json.loads(run_file.read_text())["start_ts"])
+        except (OSError, ValueError, KeyError, TypeError):
+            run_start = None
+        progress = read_progress(state / "progress.json")
+        committed = progress.checkpoint_ts if progress is not None else run_start
+        if spark_dir.exists() and run_start is not None and committed is not None and (
+            run_start <= checkpoint_ts <= committed
+        ):
+            return run_start
+        shutil.rmtree(spark_dir, ignore_errors=True)
+        (state / "progress.json").unlink(missing_ok=True)
+        run_file.write_text(json.dumps({"start_ts": checkpoint_ts}))
+        return checkpoint_ts
+
+    def stop(self, namespace: str, changefeed_id: str) -> None:
+        with self._lock:
+            feed = self._feeds.pop((namespace, changefeed_id), None)
+            if feed is not None:
+                feed.stopped = True
+        if feed is None:
+            return
+        if feed.starter is not None:
+            feed.starter.join(300)
+        if feed.query is None:
+            return
+        try:
+            feed.query.stop()
+        except Exception as e:  # already dead: nothing more is written
+            log.warning("changefeed=%s/%s: stopping the query: %s", namespace, changefeed_id, _first_line(e))
+        log.info("changefeed=%s/%s stopped", namespace, changefeed_id)
+
+    def status(self, namespace: str, changefeed_id: str) -> RunnerStatus | None:
+        with self._lock:
+            feed = self._feeds.get((namespace, changefeed_id))
+        if feed is None:
+            return None
+        progress = read_progress(feed.spec.progress_path)
+        checkpoint = max(feed.start_checkpoint, progress.checkpoint_ts if progress else 0)
+        if feed.info.target_ts:
+            checkpoint = min(checkpoint, feed.info.target_ts)
+        resolved = max(checkpoint, self.capture.resolved_ts() if self.capture else 0)
+        error = warning = None
+        if self.capture is not None and self.capture.error is not None:
+            error = RunningError.from_exception(self.capture.error, self.ctx.server_addr)
+        elif self.capture is not None and self.capture.warning is not None:
+            warning = RunningError.from_exception(self.capture.warning, self.ctx.server_addr)
+        if error is None and feed.start_error is not None:
+            error = feed.start_error
+        if error is None and feed.query is not None:
+            error = self._query_error(feed)
+        return RunnerStatus(checkpoint_ts=checkpoint, resolved_ts=resolved, error=error, warning=warning)
+
+    def _query_error(self, feed: _Feed) -> RunningError | None:
+        try:
+            if feed.query.isActive:
+                return None
+            exc = feed.query.exception()
+        except Exception as e:  # the session is gone
+            return RunningError(code="CDC:ErrProcessorUnknown", message=_first_line(e), addr=self.ctx.server_addr)
+        if exc is None:
+            return RunningError(code="CDC:ErrProcessorUnknown", message="the changefeed's Spark query stopped",
+                                addr=self.ctx.server_addr)  # fmt: skip
+        return query_error(exc, self.ctx.server_addr)
+
+    def remove(self, info: ChangefeedInfo) -> None:
+        shutil.rmtree(self.ctx.changefeed_dir(info.namespace, info.id), ignore_errors=True)
+
+    def current_tso(self) -> int:
+        return self.upstream.current_tso()
+
+    def oldest_retained_tso(self) -> int:
+        return max(self.upstream.oldest_retained_tso(), self.bootstrap_ts)
+
+    def close(self) -> None:
+        with self._lock:
+            keys = list(self._feeds)
+        for ns, cf in keys:
+            self.stop(ns, cf)
+        if self.capture is not None:
+            self.capture.close()
+        if self._owns_spark and self._spark_ready.wait(180) and self._spark is not None:
+            try:
+                self._spark.stop()
+            except Exception:
+                log.debug("stopping Spark failed", exc_info=True)
+            self._spark = None
+
+
+def query_error(exc: Any, addr: str = "") -> RunningError:
+    """A RunningError from a StreamingQueryException: our error's class and message when the Python
+    traceback carries one, else the exception's first line."""
+    text = str(getattr(exc, "desc", None) or exc)
+    found = _PY_ERROR.findall(text)
+    if found:
+        cls, message = found[-1]
+        return RunningError(code=_CODES.get(cls, "CDC:ErrInternal"), message=message.strip(), addr=addr,
+                            time=_now())  # fmt: skip
+    return RunningError(code="CDC:ErrProcessorUnknown", message=_first_line(exc), addr=addr, time=_now())
+
+
+def _now() -> str:
+    from sparkcdc.server.model import now_rfc3339
+
+    return now_rfc3339()
+
+
+def _first_line(e: Any) -> str:
+    lines = [ln for ln in str(e).splitlines() if ln.strip()]
+    return lines[0][:500] if lines else type(e).__name__
+
+
+def create_runner(ctx: RunnerContext) -> ChangefeedRunner:
+    """Factory used by ``cdc server --runner spark``."""
+    return SparkRunner(ctx)

@@ -1,0 +1,241 @@
+"""Test helpers driving a real ``cdc server`` (Spark runner) and a mixed upstream workload."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import random
+import signal
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+import httpx
+
+from sparkcdc.devtools.mariadb import CDC_PASSWORD, CDC_USER
+from sparkcdc.model import tso
+from sparkcdc.storage.external import ExternalStorage
+from tests.fixtures.mariadb import FreshDatabase
+from tests.integration.pipeline.replay import text
+
+CDC = str(Path(sys.executable).parent / "cdc")
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def server_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    env = dict(os.environ)
+    env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    env.setdefault("PYSPARK_PYTHON", sys.executable)
+    env.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    env.update(extra or {})
+    return env
+
+
+class SparkServer:
+    """``cdc server`` with the Spark runner on a free port, a private data dir, and the given upstream."""
+
+    def __init__(self, root: Path, upstream_port: int, spark_master: str = "local[2]",
+                 env: dict[str, str] | None = None) -> None:
+        self.root = root
+        self.data_dir = root / "data"
+        self.upstream = f"mysql://{CDC_USER}:{CDC_PASSWORD}@127.0.0.1:{upstream_port}"
+        self.spark_master = spark_master
+        self.env = server_env(env)
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        self.proc: subprocess.Popen[bytes] | None = None
+
+    def start(self, timeout: float = 180) -> SparkServer:
+        self.port = free_port()
+        self.url = f"http://127.0.0.1:{self.port}"
+        log = open(self.root / "server.out", "ab")  # noqa: SIM115 - owned by the child process
+        self.proc = subprocess.Popen(
+            [CDC, "server", "--addr", f"127.0.0.1:{self.port}", "--data-dir", str(self.data_dir), "--upstream",
+             self.upstream, "--spark-master", self.spark_master, "--status-interval", "0.2", "--log-file",
+             str(self.root / "server.log")],
+            stdout=log, stderr=log, env=self.env, start_new_session=True,
+        )  # fmt: skip
+        log.close()
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if self.proc.poll() is not None:
+                raise AssertionError(f"cdc server exited with {self.proc.returncode}: {self.tail()}")
+            try:
+                if httpx.get(self.url + "/api/v2/health", timeout=1).status_code == 200:
+                    return self
+            except httpx.HTTPError:
+                pass
+            time.sleep(0.1)
+        self.kill()
+        raise AssertionError(f"cdc server not healthy after {timeout}s: {self.tail()}")
+
+    def tail(self) -> str:
+        p = self.root / "server.log"
+        return p.read_text()[-3000:] if p.exists() else ""
+
+    def kill(self) -> None:
+        """kill -9 the server and everything it started (Spark's JVM and Python workers)."""
+        if self.proc is None:
+            return
+        try:
+            os.killpg(self.proc.pid, signal.SIGKILL)
+        except ProcessLookupError:
+            pass
+        self.proc.wait(30)
+        self.proc = None
+
+    def stop(self) -> None:
+        if self.proc is None:
+            return
+        self.proc.send_signal(signal.SIGTERM)
+        try:
+            self.proc.wait(120)
+        except subprocess.TimeoutExpired:
+            pass
+        self.kill()
+
+    def cli(self, *args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([CDC, "cli", "changefeed", *args, "--server", self.url], capture_output=True,
+                              text=True, env=self.env, timeout=120)  # fmt: skip
+
+    def changefeed(self, cf: str) -> dict[str, Any]:
+        r = httpx.get(f"{self.url}/api/v2/changefeeds/{cf}", timeout=10)
+        r.raise_for_status()
+        doc: dict[str, Any] = r.json()
+        return doc
+
+
+class CheckpointWatch:
+    """Reads ``metadata`` of a sink root and records every distinct checkpoint seen (must never decrease)."""
+
+    def __init__(self, storage: ExternalStorage) -> None:
+        self.storage = storage
+        self.seen: list[int] = []
+
+    def poll(self) -> int:
+        raw = self.storage.read("metadata")
+        if raw is None:
+            return 0
+        ts = int(json.loads(raw)["checkpoint-ts"])
+        if not self.seen or self.seen[-1] != ts:
+            self.seen.append(ts)
+        return ts
+
+    def wait(self, target: int, timeout: float, check: Callable[[], None] = lambda: None) -> int:
+        deadline = time.monotonic() + timeout
+        while True:
+            check()
+            ts = self.poll()
+            if ts >= target:
+                return ts
+            if time.monotonic() > deadline:
+                raise AssertionError(f"checkpoint {ts} did not reach {target} in {timeout}s")
+            time.sleep(0.2)
+
+    @property
+    def monotonic(self) -> bool:
+        return self.seen == sorted(self.seen)
+
+
+class FileTracker:
+    """Records size and hash of every data file when first seen non-empty; detects overwrites."""
+
+    def __init__(self, storage: ExternalStorage) -> None:
+        self.storage = storage
+        self.known: dict[str, tuple[int, str]] = {}
+        self.overwritten: list[str] = []
+
+    def poll(self) -> None:
+        for path in self.storage.list(""):
+            if "/CDC" not in path or "/meta/" in path or ".tmp." in path:
+                continue
+            data = self.storage.read(path)
+            if not data:
+                continue
+            sig = (len(data), hashlib.sha256(data).hexdigest())
+            old = self.known.setdefault(path, sig)
+            if old != sig:
+                self.overwritten.append(path)
+                self.known[path] = sig
+
+
+def now_tso(db: FreshDatabase) -> int:
+    """The upstream's clock as a TSO, 1 ms ahead: every transaction committed before is below it."""
+    ms = db.query("SELECT CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS UNSIGNED)")[0][0]
+    return tso.compose(int(ms) + 1)
+
+
+class Workload:
+    """A seeded mixed workload over ``tables`` tables: multi-row inserts, updates (some key-changing),
+    deletes, multi-table transactions and, at ``ddl_at`` steps, ADD COLUMN on one table."""
+
+    def __init__(self, db: FreshDatabase, tables: int = 4, seed: int = 7) -> None:
+        self.db = db
+        self.names = [f"w{i}" for i in range(tables)]
+        self.rng = random.Random(seed)
+        self.next_id = {n: 1 for n in self.names}
+        self.ids: dict[str, list[int]] = {n: [] for n in self.names}
+        self.added = 0
+
+    def create(self) -> None:
+        for n in self.names:
+            self.db.execute(f"CREATE TABLE {n} (id INT PRIMARY KEY, v VARCHAR(40), n BIGINT, d DECIMAL(12,3))")
+
+    def step(self, i: int) -> None:
+        rng = self.rng
+        t = rng.choice(self.names)
+        kind = rng.random()
+        if i and i % 40 == 0:
+            self.added += 1
+            self.db.execute(f"ALTER TABLE {t} ADD COLUMN c{self.added} INT NOT NULL DEFAULT {self.added}")
+        elif kind < 0.5 or len(self.ids[t]) < 3:
+            rows = []
+            for _ in range(rng.randint(1, 20)):
+                k = self.next_id[t]
+                self.next_id[t] += 1
+                self.ids[t].append(k)
+                rows.append(f"({k}, 'v{k}-{rng.randint(0, 999)}', {rng.randint(-10**12, 10**12)}, "
+                            f"{rng.randint(-10**6, 10**6) / 1000:.3f})")  # fmt: skip
+            self.db.execute(f"INSERT INTO {t} (id, v, n, d) VALUES {', '.join(rows)}")
+        elif kind < 0.75:
+            k = rng.choice(self.ids[t])
+            self.db.execute(f"UPDATE {t} SET v = 'u{i}', n = n + 1 WHERE id = {k}")
+        elif kind < 0.8:
+            k = rng.choice(self.ids[t])
+            new = self.next_id[t]
+            self.next_id[t] += 1
+            self.ids[t].remove(k)
+            self.ids[t].append(new)
+            self.db.execute(f"UPDATE {t} SET id = {new} WHERE id = {k}")
+        elif kind < 0.92:
+            k = rng.choice(self.ids[t])
+            self.ids[t].remove(k)
+            self.db.execute(f"DELETE FROM {t} WHERE id = {k}")
+        else:
+            u = rng.choice(self.names)
+            a, b = rng.choice(self.ids[t]), self.next_id[u]
+            self.next_id[u] += 1
+            self.ids[u].append(b)
+            self.db.execute("BEGIN", f"UPDATE {t} SET n = n * 2 WHERE id = {a}",
+                            f"INSERT INTO {u} (id, v) VALUES ({b}, 'txn{i}')", "COMMIT")  # fmt: skip
+
+    def expected(self) -> dict[str, dict[Any, dict[str, str | None]]]:
+        out: dict[str, dict[Any, dict[str, str | None]]] = {}
+        for t in self.names:
+            with self.db.conn.cursor() as cur:
+                cur.execute(f"SELECT * FROM `{self.db.name}`.`{t}`")
+                cols = [d[0] for d in cur.description]
+                out[f"{self.db.name}.{t}"] = {
+                    text(r[0]): {c: text(v) for c, v in zip(cols, r, strict=True)} for r in cur.fetchall()
+                }
+        return out
