@@ -80,6 +80,14 @@ def next_commit_ts(event_seconds: int, last_tso: int) -> int:
     return max(tso.compose(event_seconds * 1000), last_tso + 1)
 
 
+_DML_WORDS = ("INSERT", "UPDATE", "DELETE", "REPLACE", "LOAD")
+
+
+def _is_statement_dml(query: str) -> bool:
+    head = query.lstrip(" \t\r\n(").split(None, 1)
+    return bool(head) and head[0].upper() in _DML_WORDS
+
+
 def _mariadb_only(cur: Any, sql: str, args: Any = None) -> str:
     """A MariaDB GTID query; "" on servers without it (MySQL)."""
     try:
@@ -449,6 +457,9 @@ class Puller:
             raise UpstreamError(
                 "upstream writes partial JSON updates or compressed transaction payloads; set "
                 "binlog_row_value_options='' and binlog_transaction_compression=OFF", retryable=False)
+        if typ == b.MYSQL_XA_PREPARE_EVENT:
+            raise UpstreamError(f"XA transaction at {self.file}:{log_pos}: XA PREPARE/COMMIT groups are not "
+                                "supported by the capture", retryable=False)
         if typ in b.COMPRESSED_EVENTS:
             raise UpstreamError("compressed binlog events (log_bin_compress=ON) are not supported; disable it",
                                 retryable=False)
@@ -480,6 +491,10 @@ class Puller:
                 txn.has_begin = True
             elif b.is_commit(q.query):
                 self._commit(ts, log_pos)
+            elif _is_statement_dml(q.query):
+                raise UpstreamError(
+                    f"statement-based DML in the binlog at {self.file}:{log_pos} ({q.query[:60]!r}); rows would "
+                    "be lost. Every session must use binlog_format=ROW", retryable=False)
             else:
                 # A DDL (or another statement logged as a query). In a MariaDB group that is not standalone
                 # (CREATE TABLE ... SELECT) the group still ends with XID/COMMIT; keep the first statement.
