@@ -17,7 +17,9 @@ from typing import Any
 import pytest
 
 from sparkcdc.consumer.downstream import MysqlTarget
+from sparkcdc.storage.external import ExternalStorage
 from tests.fixtures.mariadb import FreshDatabase
+from tests.fixtures.object_stores import backend_uri
 from tests.integration.consumer.servers import downstream_server, run_sql, target  # noqa: F401
 from tests.integration.pipeline.conftest import PullerThread, wait_for
 
@@ -72,7 +74,10 @@ def _uri(host: str, port: int) -> str:
     return f"mysql://root@{host}:{port}/"
 
 
+@pytest.mark.parametrize("backend", ["file", "s3"])
 def test_upstream_changefeed_storage_consumer_check(
+    backend: str,
+    request: pytest.FixtureRequest,
     spark: Any,
     fresh_db: FreshDatabase,
     capture: PullerThread,
@@ -89,8 +94,9 @@ def test_upstream_changefeed_storage_consumer_check(
     run_sql(target, f"DROP DATABASE IF EXISTS `{db.name}`", "DROP DATABASE IF EXISTS sparkcdc_consumer",
             f"CREATE DATABASE `{db.name}`", *tables)  # fmt: skip
     start = capture.caught_up()
-    sink = tmp_path / "sink"
-    uri = f"file://{sink}?protocol=canal-json&enable-tidb-extension=true"
+    root = backend_uri(backend, request, f"e2e-{db.name}")
+    uri = root + ("&" if "?" in root else "?") + "protocol=canal-json&enable-tidb-extension=true"
+    storage = ExternalStorage.from_uri(uri)
     spec = FeedSpec(changefeed="default/e2e", capture_dir=str(capture.data_dir), state_dir=str(tmp_path / "cf"),
                     sink_uri=uri, config={"filter": {"rules": [f"{db.name}.*"]}}, start_ts=start,
                     sink_start_ts=start)  # fmt: skip
@@ -101,7 +107,7 @@ def test_upstream_changefeed_storage_consumer_check(
 
         def reached() -> bool:
             assert query.exception() is None, query.exception()
-            raw = (sink / "metadata").read_bytes() if (sink / "metadata").exists() else b'{"checkpoint-ts":0}'
+            raw = storage.read("metadata") or b'{"checkpoint-ts":0}'
             return int(json.loads(raw)["checkpoint-ts"]) >= end
 
         wait_for(reached, 240, "changefeed checkpoint to pass the workload")
