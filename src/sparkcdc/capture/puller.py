@@ -222,15 +222,18 @@ class Puller:
                         gtid = _mariadb_only(cur, "SELECT BINLOG_GTID_POS(%s, %s)", (p.file, p.pos))
                     self._set_gtid_state(gtid)
                     self.tracker.bootstrap(cur, p.last_tso)
+                    self.tracker.mark_unverified(p.last_tso)
                 elif mode == "gtid":
                     self._set_gtid_state(self.start.gtid)
                     self.file, self.pos = "", 4
                     self.tracker.bootstrap(cur, 0)
+                    self.tracker.mark_unverified(0)
                 elif mode == "tso":
                     self.file = self._file_for_tso(cur, self.start.tso)
                     self.pos = 4
                     self._skip_until = self.start.tso
                     self.tracker.bootstrap(cur, self.start.tso)
+                    self.tracker.mark_unverified(self.start.tso)
                 else:
                     raise ConfigError(f"unknown start mode {mode!r}")
                 self._check_binlog_settings(cur)

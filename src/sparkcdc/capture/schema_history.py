@@ -267,6 +267,8 @@ class SchemaTracker:
         conn.executescript(_SCHEMA)
         self.state = SchemaState()
         self.stale: set[tuple[str, str]] = set()
+        # Tables snapshotted "now" for a start point in the past: checked against their first table map.
+        self.unverified: set[tuple[str, str]] = set()
         self._pending: list[Statement] = []
         self._load()
 
@@ -275,6 +277,7 @@ class SchemaTracker:
         self.state.databases = json.loads(meta.get("databases", "{}"))
         self.state.next_table_id = int(meta.get("next_table_id", "100"))
         self.stale = {(str(x[0]), str(x[1])) for x in json.loads(meta.get("stale", "[]"))}
+        self.unverified = {(str(x[0]), str(x[1])) for x in json.loads(meta.get("unverified", "[]"))}
         self.bootstrapped = "bootstrap_ts" in meta
         hist = SchemaHistory.from_connection(self.conn)
         for key, versions in hist.versions.items():
@@ -292,6 +295,7 @@ class SchemaTracker:
             ("databases", json.dumps(self.state.databases, sort_keys=True)),
             ("next_table_id", str(self.state.next_table_id)),
             ("stale", json.dumps(sorted(self.stale))),
+            ("unverified", json.dumps(sorted(self.unverified))),
         ):
             self._pending.append(("INSERT OR REPLACE INTO schema_meta VALUES (?, ?, ?)", (k, ts, v)))
 
@@ -382,8 +386,14 @@ class SchemaTracker:
         self._save_meta(commit_ts)
         return changes
 
+    def mark_unverified(self, ts: int) -> None:
+        """The snapshot was taken now but capture starts in the past: compare each table with its first table
+        map and rebuild it from the map when the columns differ (a DDL ran in between)."""
+        self.unverified = set(self.state.tables)
+        self._save_meta(ts)
+
     def needs_table_map(self, schema: str, table: str) -> bool:
-        return (schema, table) in self.stale or (
+        return (schema, table) in self.stale or (schema, table) in self.unverified or (
             (schema, table) not in self.state.tables and schema.lower() not in SYSTEM_SCHEMAS
         )
 
@@ -391,6 +401,14 @@ class SchemaTracker:
         """Rebuild a stale/unknown table from a table map seen in the transaction committed at ``commit_ts``."""
         key = (m.schema, m.table)
         previous = self.state.tables.get(key)
+        if key in self.unverified and key not in self.stale:
+            self.unverified.discard(key)
+            if previous is not None and _same_layout(previous, m):
+                self._save_meta(commit_ts)
+                return
+            log.warning("table %s.%s changed since the start point; rebuilt from its table map at ts=%d",
+                        m.schema, m.table, commit_ts)
+            self.stale.add(key)
         version = previous.version if previous is not None and key in self.stale else commit_ts
         table_id = previous.table_id if previous is not None else self.state.new_table_id()
         info = table_from_map(m, table_id, version, previous)
@@ -401,6 +419,13 @@ class SchemaTracker:
         self.state.tables[key] = info
         self._version(m.schema, m.table, version, info)
         self._save_meta(commit_ts)
+
+
+def _same_layout(info: TableInfo, m: tmm.TableMap) -> bool:
+    """True when the table map's columns (names, and count) match the tracked table."""
+    if len(info.columns) != m.column_count:
+        return False
+    return not m.names or [c.name.lower() for c in info.columns] == [n.lower() for n in m.names]
 
 
 def _guess_table(query: str, default_schema: str) -> tuple[str, str] | None:

@@ -9,6 +9,7 @@ import pytest
 
 from sparkcdc.capture import RelayLog, SchemaHistory, read_chunk
 from sparkcdc.capture.relay_log import rewind
+from sparkcdc.model.ddl_action import DDLAction
 from sparkcdc.model.events import DDLEvent, RowChange, RowOp
 from tests.fixtures.mariadb import FreshDatabase
 from tests.integration.capture.conftest import decode_all, for_schema, make_puller
@@ -168,3 +169,25 @@ def test_create_select_like_and_virtual_columns(fresh_db: FreshDatabase, tmp_pat
     assert create_select.table_info.column("id").handle_key
     rows = [e for e in events if isinstance(e, RowChange)]
     assert rows[2].table.column("w").generated == "virtual"
+
+
+def test_fresh_start_in_the_past_rebuilds_changed_tables(fresh_db: FreshDatabase, tmp_path: Path) -> None:
+    from sparkcdc.capture import BinlogPosition, StartPoint
+
+    db = fresh_db
+    db.execute("CREATE TABLE p (id INT PRIMARY KEY, v VARCHAR(20))")
+    file, pos = db.query("SHOW MASTER STATUS")[0][:2]
+    db.execute("INSERT INTO p VALUES (1, 'a')", "ALTER TABLE p ADD COLUMN n INT", "INSERT INTO p VALUES (2, 'b', 5)")
+    # Fresh data dir, start point in the past: the schema snapshot (taken now) already has column n.
+    puller = make_puller(db, tmp_path, start=StartPoint.at(BinlogPosition(file, int(pos))))
+    puller.catch_up(30)
+    puller.close()
+    events = for_schema(decode_all(tmp_path), db.name)
+    rows = [e for e in events if isinstance(e, RowChange)]
+    ddl = next(e for e in events if isinstance(e, DDLEvent))
+    assert [r.after for r in rows] == [(1, "a"), (2, "b", 5)]
+    assert [c.name for c in rows[0].table.columns] == ["id", "v"]
+    assert ddl.action is DDLAction.ADD_COLUMN and ddl.pre_table_info is not None and ddl.table_info is not None
+    assert [c.name for c in ddl.pre_table_info.columns] == ["id", "v"]
+    assert [c.name for c in ddl.table_info.columns] == ["id", "v", "n"]
+    assert rows[1].table.version == ddl.commit_ts
