@@ -68,3 +68,22 @@ def test_streaming_offsets_follow_metadata(tmp_path: Path, ticdc_spark: Any) -> 
     tree.data("db", "p", V1, 2, [canal_row("UPDATE", "db", "p", V1 + 9, {"id": 2, "v": "c"}, {"id": 2, "v": "b"})])
     tree.metadata(V1 + 9)
     assert run() == [V1 + 1, V1 + 5, V1 + 9]  # the restarted query appended only (V1+1, V1+9]
+
+
+def test_batch_read_from_s3(tmp_path: Path, ticdc_spark: Any, request: pytest.FixtureRequest) -> None:
+    from sparkcdc.storage.external import ExternalStorage
+    from tests.fixtures.object_stores import backend_uri
+
+    tree = Tree(tmp_path, protocol="canal-json", date="")
+    tree.schema(table("db", "s"), V1)
+    tree.data("db", "s", V1, 1, [canal_row("INSERT", "db", "s", V1 + 1, {"id": 7, "v": "über"})])
+    tree.metadata(V1 + 1)
+    root = backend_uri("s3", request, "ticdc-source")
+    storage = ExternalStorage.from_uri(root)
+    for p in sorted(tmp_path.rglob("*")):
+        if p.is_file():
+            storage.write(str(p.relative_to(tmp_path)), p.read_bytes())
+    df = ticdc_spark.read.format("ticdc").option("protocol", "canal-json").load(root)
+    (row,) = df.collect()
+    assert (row.database, row.table, row.commit_ts, row.op, row.after) == ("db", "s", V1 + 1, "INSERT",
+                                                                           {"id": "7", "v": "über"})  # fmt: skip
