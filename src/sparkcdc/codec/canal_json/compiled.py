@@ -23,6 +23,9 @@ from sparkcdc.model import ColumnInfo, RowChange, RowOp
 from sparkcdc.model.column_type import INTEGER_TYPES
 
 LineFunction = Callable[[RowChange, bytes, bytes], bytes]
+Extend = Callable[[tuple[bytes, ...]], None]
+# emit(row, mid, tail, extend): extends the caller's list with the line's parts (no per-line join)
+EmitFunction = Callable[[RowChange, bytes, bytes, Extend], None]
 TypesLookup = Callable[[tuple[bool, ...]], bytes]
 
 _INT_LIKE = INTEGER_TYPES | {"year", "bit", "enum", "set"}
@@ -76,8 +79,8 @@ def compile_line(
     update_full: bool,
     fallback: LineFunction,
     long_bf: Callable[[bytes], bytes],
-) -> LineFunction:
-    """Generate ``line(row, mid, tail) -> bytes`` for one table.
+) -> tuple[LineFunction, EmitFunction]:
+    """Generate ``line(row, mid, tail) -> bytes`` and ``emit(row, mid, tail, extend)`` for one table.
 
     ``columns``: (row position, column) of the written columns in order; ``promotions``: (row position,
     threshold) of unsigned integer columns whose java type depends on the value; ``types_lookup`` maps the
@@ -87,7 +90,11 @@ def compile_line(
     ``long_bf`` rewrites BS/FF escapes of a line; ``<``, ``>``, ``&``, U+2028/9 are left to the caller.
     """
     if width == 0:
-        return fallback
+
+        def emit_fallback(row: RowChange, mid: bytes, tail: bytes, extend: Extend) -> None:
+            extend((fallback(row, mid, tail),))
+
+        return fallback, emit_fallback
     # Text columns are passed to orjson as they are (an int there would become a JSON number, so the class is
     # checked). orjson writes BS/FF as \\b/\\f where easyjson writes \\u0008/\\u000c; searching every
     # output for those two-byte escapes is slow (many backslashes), so the few values that can hold BS/FF
@@ -125,27 +132,47 @@ def compile_line(
             lines.append(f"    if {x} is not None and (8 in {x} or 12 in {x}): _bf = True")
         return lines
 
-    def ret(parts: str) -> list[str]:
-        return [f"    _line = _join(({parts}))", "    return _long_bf(_line) if _bf else _line"]
+    def finish(head: str, fragment: str, old: str | None, new: str, emit: bool) -> list[str]:
+        """Dump the image(s), fix BS/FF in them when flagged, then return or emit the line's parts."""
+        lines = [f"    _d = {new}"]
+        fix = "    if _bf: _d = _long_bf(_d)"
+        if old is None:
+            parts = f"{head}, mid, {fragment}, b'null,\"data\":[', _d, tail"
+        else:
+            lines.append(f"    _o = {old}")
+            fix += "; _o = _long_bf(_o)"
+            parts = f"{head}, mid, {fragment}, b'[', _o, b'],\"data\":[', _d, tail"
+        lines.append(fix)
+        lines.append(f"    _extend(({parts}))" if emit else f"    return _join(({parts}))")
+        return lines
 
-    setup, fragment = types("a")
-    src = ["def line(row, mid, tail):", "  op = row.op", "  _bf = False", "  if op is _INSERT:"]
-    src += unpack("a", "after") + setup
-    src += ret(f"_h_insert, mid, {fragment}, b'null,\"data\":[', {image('a')}, tail")
-    if delete_full:
-        src.append("  if op is _DELETE:")
-        src += unpack("a", "before") + setup
-        src += ret(f"_h_delete, mid, {fragment}, b'null,\"data\":[', {image('a')}, tail")
-    src.append("  if op is _UPDATE:")
-    src += unpack("a", "after") + unpack("b", "before") + setup
-    if update_full:
-        src += ret(f"_h_update, mid, {fragment}, b'[', {image('b')}, b'],\"data\":[', {image('a')}, tail")
-    else:  # only-output-updated-columns: 'old' keeps the columns whose value changed (Go compares values)
-        src.append("    _o = {}")
-        for i, c in columns:
-            src.append(f"    if b{i} != a{i}: _o[{c.name!r}] = {_value_expr(c, f'b{i}')}")
-        src += ret(f"_h_update, mid, {fragment}, b'[', _dumps(_o), b'],\"data\":[', {image('a')}, tail")
-    src.append("  return _fallback(row, mid, tail)")
+    def source(emit: bool) -> list[str]:
+        setup, fragment = types("a")
+        signature = "def emit(row, mid, tail, _extend):" if emit else "def line(row, mid, tail):"
+        src = [signature, "  op = row.op", "  _bf = False", "  if op is _INSERT:"]
+        src += unpack("a", "after") + setup + finish("_h_insert", fragment, None, image("a"), emit)
+        if emit:
+            src.append("    return")
+        if delete_full:
+            src.append("  if op is _DELETE:")
+            src += unpack("a", "before") + setup + finish("_h_delete", fragment, None, image("a"), emit)
+            if emit:
+                src.append("    return")
+        src.append("  if op is _UPDATE:")
+        src += unpack("a", "after") + unpack("b", "before") + setup
+        if update_full:
+            src += finish("_h_update", fragment, image("b"), image("a"), emit)
+        else:  # only-output-updated-columns: 'old' keeps the columns whose value changed (Go compares values)
+            src.append("    _changed = {}")
+            for i, c in columns:
+                src.append(f"    if b{i} != a{i}: _changed[{c.name!r}] = {_value_expr(c, f'b{i}')}")
+            src += finish("_h_update", fragment, "_dumps(_changed)", image("a"), emit)
+        if emit:
+            src += ["    return", "  _extend((_fallback(row, mid, tail),))"]
+        else:
+            src.append("  return _fallback(row, mid, tail)")
+        return src
+
     namespace: dict[str, Any] = {
         "_dumps": orjson.dumps,
         "_join": b"".join,
@@ -171,6 +198,6 @@ def compile_line(
         "_h_delete": heads[RowOp.DELETE],
         "_h_update": heads[RowOp.UPDATE],
     }
+    src = source(emit=False) + source(emit=True)
     exec(compile("\n".join(src), "<canal-json line>", "exec"), namespace)  # names are repr() literals
-    function: LineFunction = namespace["line"]
-    return function
+    return namespace["line"], namespace["emit"]

@@ -19,7 +19,7 @@ from typing import Any, Final
 import orjson
 
 from sparkcdc.codec.base import Message
-from sparkcdc.codec.canal_json.compiled import compile_line
+from sparkcdc.codec.canal_json.compiled import EmitFunction, compile_line
 from sparkcdc.codec.canal_json.config import CanalJsonConfig
 from sparkcdc.codec.canal_json.message import (
     WATERMARK_TYPE,
@@ -155,6 +155,7 @@ class _TablePlan:
         "_strict",
         "_where",
         "_width",
+        "fast_emit",
         "fast_line",
         "table",
     )
@@ -197,7 +198,7 @@ class _TablePlan:
         self._key_types = _TypesFragment(
             key_names, tuple(codes[k] for k in keys), _json({self._names[k]: mysql[k] for k in keys}), key_promotions
         )
-        self.fast_line = compile_line(
+        self.fast_line, emit = compile_line(
             width=self._width,
             columns=columns,
             heads=self._heads,
@@ -210,6 +211,7 @@ class _TablePlan:
             fallback=self._generic_bf_line,
             long_bf=long_bf,
         )
+        self.fast_emit: EmitFunction | None = emit
         if any(_needs_fix(name) for name in self._names):
             fast = self.fast_line
 
@@ -217,6 +219,7 @@ class _TablePlan:
                 return go_fix(fast(row, mid, tail))
 
             self.fast_line = fast_fixed
+            self.fast_emit = None  # lines need their own fix-ups
 
     # -- images ------------------------------------------------------------------------------------------
 
@@ -373,30 +376,34 @@ class CanalJsonTxnEncoder:
         per_line = self._fix_per_line
         plans = self._plans
         out: list[bytes] = []
-        append = out.append
+        extend = out.extend
         last_table: TableInfo | None = None
         last_cts = -1
         plan: _TablePlan | None = None
-        fast = None
+        emit: EmitFunction | None = None
         mid = tail = b""
         for row in rows:
             table = row.table
             if table is not last_table or plan is None:
                 plan = plans.get(table)
-                fast = plan.fast_line
+                emit = None if per_line else plan.fast_emit
                 last_table = table
             cts = row.commit_ts
             if cts != last_cts:
                 mid = str(cts >> 18).encode() + b',"ts":' + ts
                 tail = _tail(config, cts, b"" if per_line else terminator)
                 last_cts = cts
-            try:
-                line = fast(row, mid, tail)  # type: ignore[misc]  # set with plan
-            except _FAST_PATH_ERRORS:
-                line = plan.checked_line(row, mid, tail)
+            if emit is not None:
+                try:
+                    emit(row, mid, tail, extend)  # parts of the line, no per-line join
+                    continue
+                except _FAST_PATH_ERRORS:
+                    line = plan.checked_line(row, mid, tail)
+            else:
+                line = plan.line(row, mid, tail)
             if per_line:
                 line = html_fix(line) + terminator
-            append(line)
+            out.append(line)
         data = b"".join(out)
         return data if per_line else html_fix(data)
 
