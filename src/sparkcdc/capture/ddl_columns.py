@@ -126,9 +126,9 @@ def parse_column_def(c: Cursor, name: str) -> ColumnDef:
         elif c.accept("BINARY"):
             binary_attr = True
         elif c.accept("DEFAULT"):
-            default = _default_value(c)
+            default = parse_default(c)
         elif c.accept("ON", "UPDATE"):
-            _default_value(c)
+            parse_default(c)
         elif c.accept("AUTO_INCREMENT"):
             pass
         elif c.accept("PRIMARY", "KEY") or c.accept("KEY"):
@@ -202,7 +202,7 @@ def parse_column_def(c: Cursor, name: str) -> ColumnDef:
     return ColumnDef(col, primary, unique, json_check, explicit_charset)
 
 
-def _default_value(c: Cursor) -> str | None:
+def parse_default(c: Cursor) -> str | None:
     if c.is_op("("):
         return "(" + c.skip_parens() + ")"
     t = c.next()

@@ -16,20 +16,16 @@ durably), so the resolved ts advances and later transactions still get larger TS
 from __future__ import annotations
 
 import logging
-import queue
-import socket
-import struct
 import threading
 import time
-from dataclasses import dataclass, field
-from typing import Any, NoReturn
+from typing import Any
 
 import pymysql  # type: ignore[import-untyped]
 
 from sparkcdc.capture import binlog as b
+from sparkcdc.capture.binlog_stream import BinlogStream, PullerConfig, connect, query
 from sparkcdc.capture.position import BinlogPosition, StartPoint, file_seq
 from sparkcdc.capture.relay_log import (
-    DEFAULT_SEGMENT_BYTES,
     FLAG_CHECKSUM,
     FLAG_DDL,
     Progress,
@@ -42,35 +38,8 @@ from sparkcdc.model import tso
 
 log = logging.getLogger(__name__)
 
-_COM_BINLOG_DUMP = 0x12
-_ER_MASTER_FATAL_READING_BINLOG = 1236
-_RETRYABLE_ERRNOS = frozenset({2006, 2013, 2003, 1053, 1927})  # gone away, lost, can't connect, shutdown, killed
+__all__ = ["Puller", "PullerConfig", "next_commit_ts"]
 
-
-@dataclass(frozen=True)
-class PullerConfig:
-    """Connection and relay settings. ``password`` never appears in repr/str."""
-
-    host: str
-    port: int
-    user: str
-    password: str = field(default="", repr=False)
-    data_dir: str = ""
-    server_id: int = 1001
-    heartbeat_s: float = 1.0
-    segment_bytes: int = DEFAULT_SEGMENT_BYTES
-    max_reconnects: int = 10
-    reconnect_backoff_s: float = 0.5
-    flush_interval_s: float = 0.1
-    flush_txns: int = 5000
-
-    def __post_init__(self) -> None:
-        if not self.data_dir:
-            raise ConfigError("puller: data_dir is required")
-        if not 0 < self.heartbeat_s <= 60:
-            raise ConfigError(f"puller: heartbeat_s must be in (0, 60], got {self.heartbeat_s}")
-        if not 1 <= self.server_id < 2**32:
-            raise ConfigError(f"puller: server_id must be a positive 32-bit integer, got {self.server_id}")
 
 
 def next_commit_ts(event_seconds: int, last_tso: int) -> int:
@@ -124,10 +93,7 @@ class Puller:
         self.start = start or StartPoint.now()
         self.writer = RelayLogWriter(config.data_dir, config.segment_bytes)
         self.tracker = SchemaTracker(self.writer.db)
-        self._conn: Any = None
-        self._queue: queue.Queue[bytes | BaseException | None] = queue.Queue(maxsize=512)
-        self._reader: threading.Thread | None = None
-        self._clock_offset = 0.0
+        self._stream = BinlogStream(config, lambda: f"{self.file or self.gtid_state}:{self.pos}")
         self._checksum = False
         self._skip_until = 0
         self._txn: _Txn | None = None
@@ -163,29 +129,16 @@ class Puller:
             return BinlogPosition(self.file, max(self.pos, 4), self.gtid_state, self.last_tso)
         return BinlogPosition(p.binlog_file, p.binlog_pos, p.gtid_state, p.last_tso)
 
-    # -- connection --------------------------------------------------------------------------------
-    def _connect(self) -> Any:
-        c = self.config
-        try:
-            conn = pymysql.connect(host=c.host, port=c.port, user=c.user, password=c.password, charset="utf8mb4",
-                                   connect_timeout=10, read_timeout=max(c.heartbeat_s * 5, 10), autocommit=True)
-        except pymysql.err.OperationalError as e:
-            raise UpstreamError(f"cannot connect to upstream {c.host}:{c.port} as {c.user}: {e.args[-1]}",
-                                retryable=True) from e
-        return conn
+    def _open_stream(self) -> None:
+        self._stream.open(self.file, self.pos, self.gtid_state)
+        self._checksum = self._stream.checksum
 
-    def _query(self, sql: str, args: Any = None) -> list[tuple[Any, ...]]:
-        conn = self._connect()
-        try:
-            with conn.cursor() as cur:
-                cur.execute(sql, args)
-                return list(cur.fetchall())
-        finally:
-            conn.close()
+    def _close_stream(self) -> None:
+        self._stream.close()
 
     def _initialise(self) -> None:
         """Resolve a fresh start point into a position, TSO state and schema snapshot."""
-        conn = self._connect()
+        conn = connect(self.config)
         try:
             with conn.cursor() as cur:
                 cur.execute("SELECT UNIX_TIMESTAMP(NOW(3))")
@@ -267,77 +220,10 @@ class Puller:
         log.info("start-ts %d: scanning from the oldest binlog %s", start_ts, files[0])
         return str(files[0])
 
-    def _open_stream(self) -> None:
-        conn = self._connect()
-        try:
-            with conn.cursor() as cur:
-                cur.execute("SELECT UNIX_TIMESTAMP(NOW(3)), @@GLOBAL.binlog_checksum")
-                now, checksum = cur.fetchone()
-                self._clock_offset = float(now) - time.time()
-                self._checksum = str(checksum).upper() != "NONE"
-                cur.execute("SET @master_binlog_checksum = @@GLOBAL.binlog_checksum")
-                cur.execute("SET @mariadb_slave_capability = 4")
-                cur.execute("SET @master_heartbeat_period = %s", (int(self.config.heartbeat_s * 1e9),))
-                if not self.file:
-                    cur.execute("SET @slave_connect_state = %s", (self.gtid_state,))
-                    cur.execute("SET @slave_gtid_strict_mode = 1")
-                    cur.execute("SET @slave_gtid_ignore_duplicates = 0")
-        except pymysql.err.MySQLError as e:
-            conn.close()
-            raise UpstreamError(f"cannot prepare binlog stream: {e}", retryable=True) from e
-        fname = self.file.encode()
-        payload = struct.pack("<BIHI", _COM_BINLOG_DUMP, self.pos if self.file else 4, 0,
-                              self.config.server_id) + fname
-        conn._write_bytes(struct.pack("<I", len(payload))[:3] + b"\x00" + payload)
-        conn._next_seq_id = 1
-        self._conn = conn
-        self._queue = queue.Queue(maxsize=512)
-        self._reader = threading.Thread(target=self._read_loop, args=(conn, self._queue), daemon=True,
-                                        name="binlog-reader")
-        self._reader.start()
-
-    @staticmethod
-    def _read_loop(conn: Any, q: queue.Queue[bytes | BaseException | None]) -> None:
-        try:
-            while True:
-                pkt = conn._read_packet()
-                data = pkt.get_all_data()
-                if data[0] == 0xFE and len(data) < 9:
-                    q.put(None)  # EOF: the server ended the stream
-                    return
-                q.put(data[1:])
-        except BaseException as e:
-            q.put(e)
-
-    def _close_stream(self) -> None:
-        conn, self._conn = self._conn, None
-        if conn is not None:
-            sock = getattr(conn, "_sock", None)
-            try:
-                if sock is not None:
-                    sock.shutdown(socket.SHUT_RDWR)  # wakes the reader thread blocked in recv()
-            except OSError:
-                pass
-            try:
-                conn._force_close() if hasattr(conn, "_force_close") else conn.close()
-            except Exception:  # closing a broken socket must not mask the original error
-                pass
-        if self._reader is not None:
-            # The reader may be blocked on a full queue rather than in recv(): drain until it exits.
-            deadline = time.monotonic() + 10
-            while self._reader.is_alive() and time.monotonic() < deadline:
-                try:
-                    while True:
-                        self._queue.get_nowait()
-                except queue.Empty:
-                    pass
-                self._reader.join(timeout=0.05)
-            self._reader = None
-
     # -- main loop ---------------------------------------------------------------------------------
     def catch_up(self, timeout: float = 120.0) -> Progress:
         """Pull until the upstream's binlog end as of now is durable in the relay log; returns the progress."""
-        rows = self._query("SHOW MASTER STATUS")
+        rows = query(self.config, "SHOW MASTER STATUS")
         if not rows:
             raise UpstreamError("upstream has no binary log")
         target = BinlogPosition(rows[0][0], int(rows[0][1]))
@@ -392,36 +278,18 @@ class Puller:
                 return True
             if deadline is not None and time.monotonic() > deadline:
                 raise UpstreamError(f"timed out pulling the binlog at {self.file}:{self.pos}", retryable=False)
-            try:
-                item = self._queue.get(timeout=wait)
-            except queue.Empty:
+            item = self._stream.get(wait)
+            if item is None:
                 if self.writer.pending and self._txn is None:
                     self._flush()
                 continue
-            if item is None:
-                raise UpstreamError("upstream ended the binlog stream", retryable=True)
-            if isinstance(item, BaseException):
-                self._raise_stream_error(item)
             self._on_event(item)
             if self.writer.pending and self._txn is None and (
-                self._queue.empty()
+                self._stream.idle()
                 or self.writer.pending >= self.config.flush_txns
                 or time.monotonic() - self._first_pending > self.config.flush_interval_s
             ):
                 self._flush()
-
-    def _raise_stream_error(self, e: BaseException) -> NoReturn:
-        if isinstance(e, pymysql.err.MySQLError) and e.args and isinstance(e.args[0], int):
-            code = e.args[0]
-            msg = e.args[1] if len(e.args) > 1 else str(e)
-            if code == _ER_MASTER_FATAL_READING_BINLOG:
-                raise UpstreamError(
-                    f"upstream cannot serve the binlog from {self.file or self.gtid_state}:{self.pos}: {msg}. "
-                    "The needed binlog was probably purged; recreate the changefeed from a newer position",
-                    code="CDC:ErrBinlogPurged", retryable=False) from e
-            raise UpstreamError(f"binlog stream error {code}: {msg}", retryable=code in _RETRYABLE_ERRNOS
-                                or code >= 2000) from e
-        raise UpstreamError(f"binlog stream error: {type(e).__name__}: {e}", retryable=True) from e
 
     def _flush(self) -> None:
         self.resolved_ts = max(self.resolved_ts, self.last_tso)
@@ -546,7 +414,7 @@ class Puller:
     def _heartbeat(self) -> None:
         if self.writer.pending:
             self._flush()
-        now_ms = int((time.time() + self._clock_offset) * 1000)
+        now_ms = int((time.time() + self._stream.clock_offset) * 1000)
         candidate = tso.compose(now_ms)
         if candidate > self.last_tso:
             self.last_tso = candidate
