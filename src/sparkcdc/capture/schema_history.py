@@ -124,9 +124,8 @@ class SchemaHistory:
 
     @classmethod
     def from_connection(cls, conn: sqlite3.Connection) -> SchemaHistory:
-        conn.executescript(_SCHEMA) if not conn.execute(
-            "SELECT 1 FROM sqlite_master WHERE name = 'schema_version'"
-        ).fetchone() else None
+        if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'schema_version'").fetchone():
+            return cls({}, {})  # a relay log without schema history yet (readers never create tables)
         versions: dict[tuple[str, str], list[tuple[int, TableInfo | None]]] = {}
         for schema, table, ts, info in conn.execute(
             "SELECT schema_name, table_name, ts, info FROM schema_version ORDER BY schema_name, table_name, ts"
