@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import multiprocessing
+import os
 import resource
 import subprocess
 import sys
@@ -177,6 +178,8 @@ def main() -> int:
             res = bench_decode(data_dir, args.rows)
             res["python_mysql_replication"] = bench_pymysqlreplication(db, file, pos, args.rows)
             res["mariadb_binlog_C"] = bench_mariadb_binlog(db, file, args.rows)
+            load = os.getloadavg()
+            print(f"machine: {os.cpu_count()} cores, load average {load[0]:.1f} (decode figures scale with free cores)")
             print(f"binlog: {args.rows} rows in {args.rows // 1000} transactions; "
                   f"puller framed them in {capture_s:.2f} s ({args.rows / capture_s:,.0f} rows/s)")
             for k, v in res.items():
