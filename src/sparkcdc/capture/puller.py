@@ -95,6 +95,7 @@ class Puller:
         self.tracker = SchemaTracker(self.writer.db)
         self._stream = BinlogStream(config, lambda: f"{self.file or self.gtid_state}:{self.pos}")
         self._checksum = False
+        self._events = 0
         self._skip_until = 0
         self._txn: _Txn | None = None
         self._first_pending = 0.0
@@ -243,12 +244,14 @@ class Puller:
         while True:
             try:
                 self._open_stream()
-                attempts = 0 if self._pump(stop, until, deadline) else attempts
+                self._events = 0
+                self._pump(stop, until, deadline)
                 return
             except UpstreamError as e:
                 if not e.retryable:
                     raise
-                attempts += 1
+                # Count consecutive failures only: a stream that delivered events was healthy for a while.
+                attempts = 1 if self._events else attempts + 1
                 if attempts > self.config.max_reconnects:
                     raise UpstreamError(f"binlog stream failed {attempts} times; last error: {e}") from e
                 log.warning("binlog stream interrupted (%s); reconnecting from %s:%d (attempt %d)",
@@ -269,13 +272,11 @@ class Puller:
             return False
         return (file_seq(self.file), self.pos) >= until.key()
 
-    def _pump(self, stop: threading.Event | None, until: BinlogPosition | None, deadline: float | None) -> bool:
+    def _pump(self, stop: threading.Event | None, until: BinlogPosition | None, deadline: float | None) -> None:
         wait = min(0.05, self.config.flush_interval_s)
         while True:
-            if stop is not None and stop.is_set():
-                return True
-            if self._reached(until):
-                return True
+            if (stop is not None and stop.is_set()) or self._reached(until):
+                return
             if deadline is not None and time.monotonic() > deadline:
                 raise UpstreamError(f"timed out pulling the binlog at {self.file}:{self.pos}", retryable=False)
             item = self._stream.get(wait)
@@ -283,6 +284,7 @@ class Puller:
                 if self.writer.pending and self._txn is None:
                     self._flush()
                 continue
+            self._events += 1
             self._on_event(item)
             if self.writer.pending and self._txn is None and (
                 self._stream.idle()
