@@ -63,7 +63,7 @@ def check(source_uri: str, target_uri: str, tables: str, output: str) -> None:
                 f"{r.schema}.{r.table}",
                 str(r.source.rows) if r.source else "-",
                 str(r.target.rows) if r.target else "-",
-                "equal" if same_sum else "DIFFERENT",
+                "-" if r.source is None or r.target is None else "equal" if same_sum else "DIFFERENT",
                 "[green]match[/green]" if r.matches else f"[red]MISMATCH[/red] {r.note}",
             )
         console = Console(width=160)

@@ -156,7 +156,8 @@ def compare(
                             table,
                             src.checksum(schema, table, scols) if scols else None,
                             dst.checksum(schema, table, tcols) if tcols else None,
-                            "missing on " + ("source" if not scols else "target"),
+                            "missing on "
+                            + ("both sides" if not scols and not tcols else "source" if not scols else "target"),
                         )
                     )
                     continue
