@@ -9,8 +9,10 @@ TSO rule: ``commit_ts = max(compose(event_seconds * 1000, 0), last_tso + 1)`` wh
 timestamp of the transaction's terminating event (XID / COMMIT / the DDL query). It is strictly increasing
 (same second or clock going back -> logical + 1) and a pure function of the binlog bytes and ``last_tso``,
 which is stored with every durable position; restarting from any durable position reproduces the TSOs.
-While idle, each heartbeat reserves ``compose(upstream_now_ms)`` as ``last_tso`` and resolved ts (recorded
-durably), so the resolved ts advances and later transactions still get larger TSOs.
+While idle, each heartbeat reserves ``compose(upstream_now_ms)`` as ``last_tso`` and resolved ts, so the
+resolved ts advances and later transactions still get larger TSOs. Reservations are stored by binlog position
+(table ``reservation``) and re-applied when the same position is pulled again after a rewind, so re-pulling
+from any durable checkpoint reproduces every commit-ts exactly.
 """
 
 from __future__ import annotations
@@ -28,8 +30,10 @@ from sparkcdc.capture.position import BinlogPosition, StartPoint, file_seq
 from sparkcdc.capture.relay_log import (
     FLAG_CHECKSUM,
     FLAG_DDL,
+    RESERVE_SQL,
     Progress,
     RelayLogWriter,
+    reservations,
 )
 from sparkcdc.capture.schema_history import SchemaTracker
 from sparkcdc.capture.table_map import TableMap, parse_table_map
@@ -68,7 +72,7 @@ def _mariadb_only(cur: Any, sql: str, args: Any = None) -> str:
 
 
 class _Txn:
-    __slots__ = ("ddl_query", "ddl_schema", "gtid", "has_begin", "maps", "standalone")
+    __slots__ = ("ddl_query", "ddl_schema", "gtid", "has_begin", "maps", "standalone", "start")
 
     def __init__(self, gtid: str, standalone: bool | None) -> None:
         self.gtid = gtid
@@ -77,6 +81,7 @@ class _Txn:
         self.ddl_query: str | None = None
         self.ddl_schema = ""
         self.maps: list[TableMap] = []
+        self.start: tuple[str, int] = ("", 0)
 
 
 class Puller:
@@ -96,6 +101,7 @@ class Puller:
         self._stream = BinlogStream(config, lambda: f"{self.file or self.gtid_state}:{self.pos}")
         self._checksum = False
         self._events = 0
+        self._reserved = reservations(self.writer.db)
         self._skip_until = 0
         self._txn: _Txn | None = None
         self._first_pending = 0.0
@@ -388,13 +394,17 @@ class Puller:
             raise UpstreamError(f"binlog at {self.file}:{self.pos}: a transaction started inside another one",
                                 retryable=False)
         self._txn = _Txn(gtid, standalone)
+        self._txn.start = (self.file, self.pos)
         self.writer.begin()
 
     def _commit(self, event_ts: int, log_pos: int) -> None:
         txn = self._txn
         assert txn is not None
         self._txn = None
-        commit_ts = next_commit_ts(event_ts, self.last_tso)
+        # A heartbeat reserved a TSO at this group's start position in an earlier run (before a rewind):
+        # apply it again so the commit-ts comes out identical.
+        reserved = self._reserved.get(txn.start, 0)
+        commit_ts = next_commit_ts(event_ts, max(self.last_tso, reserved))
         self.last_tso = commit_ts
         if log_pos:
             self.pos = log_pos
@@ -421,7 +431,9 @@ class Puller:
         if candidate > self.last_tso:
             self.last_tso = candidate
             self.resolved_ts = candidate
-            self.writer.flush(self._progress(), self.tracker.take_pending())
+            self._reserved[(self.file, self.pos)] = candidate
+            self.writer.flush(self._progress(),
+                              [*self.tracker.take_pending(), (RESERVE_SQL, (self.file, self.pos, candidate))])
 
     def close(self) -> None:
         """Flush what is complete and release the relay log."""

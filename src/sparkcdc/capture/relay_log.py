@@ -47,6 +47,9 @@ CREATE TABLE IF NOT EXISTS txn(
     binlog_file TEXT NOT NULL, binlog_pos INTEGER NOT NULL, gtid TEXT NOT NULL, gtid_state TEXT NOT NULL,
     is_ddl INTEGER NOT NULL);
 CREATE INDEX IF NOT EXISTS txn_segment ON txn(segment);
+CREATE TABLE IF NOT EXISTS reservation(
+    binlog_file TEXT NOT NULL, binlog_pos INTEGER NOT NULL, tso INTEGER NOT NULL,
+    PRIMARY KEY (binlog_file, binlog_pos));
 CREATE TABLE IF NOT EXISTS progress(
     id INTEGER PRIMARY KEY CHECK (id = 1), resolved_ts INTEGER NOT NULL, last_tso INTEGER NOT NULL,
     binlog_file TEXT NOT NULL, binlog_pos INTEGER NOT NULL, gtid_state TEXT NOT NULL);
@@ -447,6 +450,18 @@ class RelayLogWriter:
         except OSError:
             pass
         self.db.close()
+
+
+RESERVE_SQL = (
+    "INSERT INTO reservation VALUES (?, ?, ?) "
+    "ON CONFLICT (binlog_file, binlog_pos) DO UPDATE SET tso = MAX(tso, excluded.tso)"
+)
+
+
+def reservations(db: sqlite3.Connection) -> dict[tuple[str, int], int]:
+    """Heartbeat TSO reservations by binlog position (they survive ``rewind``: re-pulling the same binlog
+    applies them again at the same positions, which keeps commit-ts values identical)."""
+    return {(f, p): t for f, p, t in db.execute("SELECT binlog_file, binlog_pos, tso FROM reservation")}
 
 
 def rewind(data_dir: str | os.PathLike[str], ts: int) -> Progress:

@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import threading
+import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -27,3 +30,36 @@ def decode_all(data_dir: Path, start: int = 0, target_bytes: int = 1 << 20, **kw
 
 def for_schema(events: list[RowChange | DDLEvent], schema: str) -> list[RowChange | DDLEvent]:
     return [e for e in events if (e.table.schema if isinstance(e, RowChange) else e.schema) == schema]
+
+
+def wait_for(predicate: Callable[[], bool], timeout: float = 20.0, what: str = "condition") -> None:
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        if time.monotonic() > deadline:
+            raise AssertionError(f"timed out waiting for {what}")
+        time.sleep(0.02)
+
+
+class Running:
+    """A puller running in a background thread until the context exits."""
+
+    def __init__(self, puller: Puller) -> None:
+        self.puller = puller
+        self.stop = threading.Event()
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        try:
+            self.puller.run(self.stop)
+        except BaseException as e:
+            self.error = e
+
+    def __enter__(self) -> Running:
+        self.thread.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop.set()
+        self.thread.join(30)
+        self.puller.close()

@@ -12,7 +12,7 @@ from sparkcdc.capture.relay_log import rewind
 from sparkcdc.model.ddl_action import DDLAction
 from sparkcdc.model.events import DDLEvent, RowChange, RowOp
 from tests.fixtures.mariadb import FreshDatabase
-from tests.integration.capture.conftest import decode_all, for_schema, make_puller
+from tests.integration.capture.conftest import Running, decode_all, for_schema, make_puller, wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -191,3 +191,28 @@ def test_fresh_start_in_the_past_rebuilds_changed_tables(fresh_db: FreshDatabase
     assert [c.name for c in ddl.pre_table_info.columns] == ["id", "v"]
     assert [c.name for c in ddl.table_info.columns] == ["id", "v", "n"]
     assert rows[1].table.version == ddl.commit_ts
+
+
+def test_restart_identity_survives_idle_heartbeats(fresh_db: FreshDatabase, tmp_path: Path) -> None:
+    db = fresh_db
+    db.execute("CREATE TABLE h (id INT PRIMARY KEY)")
+    first = tmp_path / "a"
+    with Running(make_puller(db, first, heartbeat_s=0.1)):
+        relay = RelayLog(first)
+        wait_for(lambda: relay.progress() is not None, what="first flush")
+        start = relay.resolved_ts()
+        for i in range(4):
+            idle_from = relay.resolved_ts()
+            wait_for(lambda: relay.resolved_ts() > idle_from, what="an idle heartbeat")  # noqa: B023
+            db.execute(f"INSERT INTO h VALUES ({i})")
+            wait_for(lambda: len(relay.transactions(start)) == i + 1, what=f"insert {i}")  # noqa: B023
+    txns = relay.transactions(start)
+    second = tmp_path / "b"
+    shutil.copytree(first, second)
+    rewind(second, txns[0].commit_ts)
+    again = make_puller(db, second)
+    again.catch_up(30)  # no idle time now: the recorded reservations must be replayed
+    again.close()
+    replay = RelayLog(second).transactions(start)
+    assert [(t.commit_ts, t.binlog_pos) for t in replay] == [(t.commit_ts, t.binlog_pos) for t in txns]
+    assert decode_all(first, start) == decode_all(second, start)

@@ -4,51 +4,18 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from sparkcdc.capture import BinlogPosition, Puller, RelayLog, StartPoint
+from sparkcdc.capture import BinlogPosition, RelayLog, StartPoint
 from sparkcdc.errors import UpstreamError
 from sparkcdc.model.events import RowChange
 from tests.fixtures.mariadb import FreshDatabase
-from tests.integration.capture.conftest import decode_all, for_schema, make_puller
+from tests.integration.capture.conftest import Running, decode_all, for_schema, make_puller, wait_for
 
 pytestmark = pytest.mark.integration
-
-
-def wait_for(predicate: Callable[[], bool], timeout: float = 20.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
-
-
-class Running:
-    """A puller running in a background thread until the context exits."""
-
-    def __init__(self, puller: Puller) -> None:
-        self.puller = puller
-        self.stop = threading.Event()
-        self.error: BaseException | None = None
-        self.thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        try:
-            self.puller.run(self.stop)
-        except BaseException as e:
-            self.error = e
-
-    def __enter__(self) -> Running:
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop.set()
-        self.thread.join(30)
-        self.puller.close()
 
 
 @pytest.fixture
