@@ -117,13 +117,16 @@ def storage_consumer(
              sink.protocol)  # fmt: skip
 
     last = [0.0]
+    shown: list[tuple[int, ...]] = [()]
     tty = sys.stderr.isatty()
 
     def show(p: Progress) -> None:
         now = time.monotonic()
-        if quiet or now - last[0] < 1.0:
+        state = (p.rows_applied, p.replayed_skipped, p.ddls_executed, p.storage_checkpoint, p.applied_ts)
+        if quiet or now - last[0] < 1.0 or (state == shown[0] and now - last[0] < 60):
             return
         last[0] = now
+        shown[0] = state
         click.echo(("\r" if tty else "") + p.line(), err=True, nl=not tty)
 
     stop = [False]
@@ -158,7 +161,7 @@ def storage_consumer(
     finally:
         consumer.close()
         if not quiet:
-            last[0] = 0.0
+            last[0], shown[0] = 0.0, ()
             show(consumer.progress)
             if tty:
                 click.echo("", err=True)
