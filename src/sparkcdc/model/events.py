@@ -87,10 +87,14 @@ def _key_text(value: Any) -> str:
 def split_key_updates(rows: list[RowChange]) -> list[RowChange]:
     """Apply TiCDC's storage/MQ UPDATE split to one transaction of one table.
 
-    Key-changing UPDATEs become DELETE+INSERT; if any split happened the rows are stably reordered as
-    all DELETEs, then the remaining UPDATEs, then INSERTs (TiCDC's ``sort.Sort`` is stable for the sizes
-    its tests use; we always sort stably).
+    Key-changing UPDATEs become DELETE+INSERT. TiCDC then stably reorders the transaction as all DELETEs,
+    then the remaining UPDATEs, then INSERTs; that is safe in TiDB, where a transaction carries at most one
+    change per key. A MySQL/MariaDB binlog transaction can change one key several times (INSERT id=1 then
+    UPDATE id 1->2), and reordering would then change the result, so we keep binlog order whenever a
+    handle-key value appears in more than one row of the transaction.
     """
+    if _touches_a_key_twice(rows):
+        return [part for r in rows for part in (r.split_update() if r.handle_key_changed() else (r,))]
     out: list[RowChange] = []
     split = False
     for r in rows:
@@ -103,6 +107,22 @@ def split_key_updates(rows: list[RowChange]) -> list[RowChange]:
         return out
     order = {RowOp.DELETE: 0, RowOp.UPDATE: 1, RowOp.INSERT: 2}
     return sorted(out, key=lambda r: order[r.op])
+
+
+def _touches_a_key_twice(rows: list[RowChange]) -> bool:
+    """True when two rows of the transaction share a handle-key value (in either image).
+
+    Unique-key overlaps alone are left to TiCDC's reordering: in a MySQL binlog every row event was valid
+    when it ran, so the DELETEs-first order cannot create a unique-key clash that the binlog order avoided.
+    """
+    seen: set[tuple[str, ...]] = set()
+    for r in rows:
+        positions = r.table.handle_key_positions
+        keys = {tuple(_key_text(image[i]) for i in positions) for image in (r.before, r.after) if image is not None}
+        if seen & keys:
+            return True
+        seen |= keys
+    return False
 
 
 @dataclass(frozen=True, slots=True)
