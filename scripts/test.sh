@@ -16,7 +16,7 @@ echo "== ruff"; ruff check src tests benchmarks
 echo "== mypy"; mypy
 echo "== pytest"
 set +e
-pytest "$@"
+pytest --durations=25 "$@"
 rc=$?
 set -e
 if [ "$rc" -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi
