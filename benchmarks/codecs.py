@@ -17,6 +17,18 @@ Storage codecs (canal-json, csv) encode transactions of ``--txn-rows`` rows with
 the resulting files with ``decode_file``; message codecs (simple json / avro) encode and decode one message
 per row (the decoder first receives the bootstrap message). A codec that cannot be imported or fails is
 reported as unavailable with the reason, and the run goes on.
+
+Fairness (both sides of every ratio are measured the same way):
+* same work shape: the floor encodes the same rows in the same ``--txn-rows`` transactions, joins each
+  transaction's lines into one file (``b"\\n".join``) and keeps every file, exactly like a storage codec
+  (keeping or dropping outputs changes malloc behaviour a lot); its decode splits those files into lines
+  and ``orjson.loads`` each, as ``decode_file`` has to;
+* noise: the machine is shared, so time is CPU time, and floor and codec runs are interleaved round by
+  round (``--repeat`` rounds, order alternating) and the best run of each side is kept, so a load spike
+  hits one run, not one side;
+* warm-up: every side runs one untimed transaction first (plans compiled, caches filled);
+* GC: all inputs (rows and the floor's dicts) are built, then frozen before anything is timed, and a
+  collection runs before every timed run; the collector stays enabled for both sides.
 """
 
 from __future__ import annotations
@@ -88,10 +100,6 @@ def row_dicts(table: TableInfo, rows: Sequence[RowChange]) -> list[dict[str, Any
     return [dict(zip(names, row.values)) for row in rows]
 
 
-def native_dicts(table: TableInfo, rows: Sequence[RowChange]) -> list[dict[str, Any]]:
-    return [{k: _native(v) for k, v in d.items()} for d in row_dicts(table, rows)]
-
-
 def _native(value: Any) -> Any:
     if isinstance(value, Decimal):
         return str(value)
@@ -120,60 +128,90 @@ def timed(fn: Callable[[], int]) -> tuple[float, int]:
     return time.process_time() - start, count
 
 
-def bench_floor(name: str, dicts: Sequence[dict[str, Any]], repeat: int) -> Result:
+Side = tuple[Callable[[], int], Callable[[], int]]  # (encode, decode); each returns the rows it handled
+
+
+def interleaved(repeat: int, floor: Side, codec: Side) -> tuple[Result, Result]:
+    """Best CPU time of each side over ``repeat`` rounds, floor and codec alternating within each round.
+
+    Encodes are all timed before decodes (a decode reads the files the last encode kept). Returns
+    (floor, codec) results with rates in rows/s.
+    """
+    best: list[list[tuple[float, int]]] = [[], [], [], []]  # floor enc, codec enc, floor dec, codec dec
+    for phase in (0, 1):  # 0: encode, 1: decode
+        for r in range(repeat):
+            order = (0, 1) if r % 2 == 0 else (1, 0)
+            for side in order:
+                fn = (floor, codec)[side][phase]
+                best[phase * 2 + side].append(timed(fn))
+    picked = [min(runs) for runs in best]
+    rates = [n / s if s > 0 and n else None for s, n in picked]
+    note = "" if picked[3][1] == picked[1][1] else f"decoded {picked[3][1]} of {picked[1][1]} rows"
+    return Result("orjson floor", rates[0], rates[2]), Result("", rates[1], rates[3], note)
+
+
+def floor_side(dict_batches: Sequence[Sequence[dict[str, Any]]], default: Callable[[Any], Any] | None) -> Side:
+    """The orjson floor in the codecs' shape: one joined file per transaction, every file kept."""
     dumps, loads = orjson.dumps, orjson.loads
+    files: list[bytes] = []
+    join = b"\n".join
 
     def encode() -> int:
-        for d in dicts:
-            dumps(d, default=_native)
-        return len(dicts)
-
-    encoded = [dumps(d, default=_native) for d in dicts]
+        files.clear()
+        count = 0
+        for batch in dict_batches:
+            files.append(join([dumps(d, default=default) for d in batch]))
+            count += len(batch)
+        return count
 
     def decode() -> int:
-        for b in encoded:
-            loads(b)
-        return len(encoded)
+        count = 0
+        for data in files:
+            for line in data.split(b"\n"):
+                loads(line)
+                count += 1
+        return count
 
-    enc_s, n = best_of(repeat, encode)
-    dec_s, _ = best_of(repeat, decode)
+    encode()  # warm-up, and files for a decode-only use
+    return encode, decode
+
+
+def bench_floor(name: str, dict_batches: Sequence[Sequence[dict[str, Any]]], repeat: int, native: bool) -> Result:
+    """A floor alone (reference lines), best of ``repeat`` runs."""
+    enc, dec = floor_side(dict_batches, None if native else _native)
+    enc_s, n = min(timed(enc) for _ in range(repeat))
+    dec_s, _ = min(timed(dec) for _ in range(repeat))
     return Result(name, n / enc_s, n / dec_s)
 
 
-def bench_from_rows(table: TableInfo, rows: Sequence[RowChange], repeat: int) -> Result:
+def bench_from_rows(table: TableInfo, batches: Sequence[Sequence[RowChange]], repeat: int) -> Result:
     """Reference: the dict built from the RowChange inside the timed loop (what a naive encoder does)."""
     names = [c.name for c in table.columns]
     dumps = orjson.dumps
-
-    def encode() -> int:
-        for row in rows:
-            dumps(dict(zip(names, row.values)), default=_native)
-        return len(rows)
-
-    enc_s, n = best_of(repeat, encode)
-    return Result("orjson from row", n / enc_s, None, "dict(zip(names, row.values)) + dumps, per row (reference)")
-
-
-def best_of(repeat: int, fn: Callable[[], int]) -> tuple[float, int]:
-    runs = [timed(fn) for _ in range(repeat)]
-    return min(runs)
-
-
-def bench_storage(protocol: str, table: TableInfo, rows: Sequence[RowChange], txn_rows: int, repeat: int) -> Result:
-    name = protocol
-    try:
-        encoder = base.txn_encoder(protocol)
-        decoder = base.file_decoder(protocol)
-    except Exception as e:  # the codec may not exist yet: report, do not crash
-        return Result(name, note=f"unavailable ({type(e).__name__}: {e})"[:100])
-    batches = [rows[i : i + txn_rows] for i in range(0, len(rows), txn_rows)]
     files: list[bytes] = []
 
     def encode() -> int:
         files.clear()
         for batch in batches:
+            files.append(b"\n".join([dumps(dict(zip(names, row.values)), default=_native) for row in batch]))
+        return sum(map(len, batches))
+
+    enc_s, n = min(timed(encode) for _ in range(repeat))
+    return Result("orjson from row", n / enc_s, None, "dict(zip(names, row.values)) + dumps, per row (reference)")
+
+
+def storage_side(protocol: str, table: TableInfo, batches: Sequence[Sequence[RowChange]]) -> Side:
+    encoder = base.txn_encoder(protocol)
+    decoder = base.file_decoder(protocol)
+    files: list[bytes] = []
+
+    def encode() -> int:
+        files.clear()
+        count = 0
+        for batch in batches:
             files.append(encoder.file_header(table) + encoder.encode_txn(batch))
-        return len(rows)
+            count += len(batch)
+        return count
 
     def decode() -> int:
         count = 0
@@ -182,24 +220,19 @@ def bench_storage(protocol: str, table: TableInfo, rows: Sequence[RowChange], tx
                 count += 1
         return count
 
-    try:
-        enc_s, n = best_of(repeat, encode)
-        dec_s, decoded = best_of(repeat, decode)
-    except Exception as e:
-        return Result(name, note=f"failed ({type(e).__name__}: {e})"[:100])
-    note = "" if decoded == n else f"decoded {decoded} of {n} rows"
-    return Result(name, n / enc_s, decoded / dec_s if decoded else None, note)
+    encoder.encode_txn(batches[0])  # warm-up: per-table plans are built on first use
+    for _ in decoder.decode_file(encoder.file_header(table) + encoder.encode_txn(batches[0]), table, source="bench"):
+        pass
+    return encode, decode
 
 
-def bench_messages(
-    label: str, protocol: str, options: dict[str, Any], table: TableInfo, rows: Sequence[RowChange], repeat: int
-) -> Result:
-    try:
-        encoder = base.message_encoder(protocol, options)
-        decoder = base.message_decoder(protocol, options)
-    except Exception as e:
-        return Result(label, note=f"unavailable ({type(e).__name__}: {e})"[:100])
+def message_side(
+    protocol: str, options: dict[str, Any], table: TableInfo, batches: Sequence[Sequence[RowChange]]
+) -> Side:
+    encoder = base.message_encoder(protocol, options)
+    decoder = base.message_decoder(protocol, options)
     messages: list[base.Message] = []
+    rows = [row for batch in batches for row in batch]
 
     def encode() -> int:
         messages.clear()
@@ -215,17 +248,27 @@ def bench_messages(
         return count
 
     try:
-        enc_s, n = best_of(repeat, encode)
-        try:
-            for _ in decoder.decode(encoder.encode_bootstrap(table)):
-                pass
-        except Exception:  # protocols without bootstrap (canal-json) carry the schema in every message
+        for _ in decoder.decode(encoder.encode_bootstrap(table)):
             pass
-        dec_s, decoded = best_of(repeat, decode)
+    except Exception:  # protocols without bootstrap (canal-json) carry the schema in every message
+        pass
+    for _ in decoder.decode(encoder.encode_row(rows[0])):  # warm-up
+        pass
+    return encode, decode
+
+
+def bench_codec(label: str, make: Callable[[], Side], floor: Side, repeat: int) -> tuple[Result, Result]:
+    """(codec, its interleaved floor); a codec that cannot be built or fails is reported, not raised."""
+    try:
+        codec = make()
+    except Exception as e:  # the codec may not exist yet: report, do not crash
+        return Result(label, note=f"unavailable ({type(e).__name__}: {e})"[:100]), Result("orjson floor")
+    try:
+        floor_res, res = interleaved(repeat, floor, codec)
     except Exception as e:
-        return Result(label, note=f"failed ({type(e).__name__}: {e})"[:100])
-    note = "" if decoded == n else f"decoded {decoded} of {n} rows"
-    return Result(label, n / enc_s, decoded / dec_s if decoded else None, note)
+        return Result(label, note=f"failed ({type(e).__name__}: {e})"[:100]), Result("orjson floor")
+    res.name = label
+    return res, floor_res
 
 
 def fmt_rate(rate: float | None) -> str:
@@ -241,52 +284,56 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("-n", "--rows", type=int, default=200_000, help="rows to generate (default 200000)")
     parser.add_argument("--txn-rows", type=int, default=100, help="rows per storage transaction (default 100)")
     parser.add_argument("--seed", type=int, default=7, help="random seed for the generated rows")
-    parser.add_argument("--repeat", type=int, default=2, help="timed runs per measurement, best kept (default 2)")
+    parser.add_argument(
+        "--repeat", type=int, default=3, help="interleaved timed rounds per measurement, best kept (default 3)"
+    )
     args = parser.parse_args(argv)
     if args.rows <= 0 or args.txn_rows <= 0 or args.repeat <= 0:
         parser.error("--rows, --txn-rows and --repeat must be positive")
 
     table = make_table()
     rows = make_rows(table, args.rows, args.seed)
+    step = args.txn_rows
+    batches = [rows[i : i + step] for i in range(0, len(rows), step)]
+    plain = row_dicts(table, rows)
+    dict_batches = [plain[i : i + step] for i in range(0, len(plain), step)]
+    native_batches = [[{k: _native(v) for k, v in d.items()} for d in b] for b in dict_batches]
     gc.collect()
     gc.freeze()  # the generated input is permanent: keep the collector from re-scanning it in every run
     r = args.repeat
-    plain = row_dicts(table, rows)
-    codecs: list[tuple[str, Callable[[], Result]]] = [
-        ("canal-json", lambda: bench_storage("canal-json", table, rows, args.txn_rows, r)),
-        ("canal-json (MQ)", lambda: bench_messages("canal-json (MQ)", "canal-json", {}, table, rows, r)),
-        ("csv", lambda: bench_storage("csv", table, rows, args.txn_rows, r)),
-        ("simple json", lambda: bench_messages("simple json", "simple", {"encoding-format": "json"}, table, rows, r)),
-        ("simple avro", lambda: bench_messages("simple avro", "simple", {"encoding-format": "avro"}, table, rows, r)),
+    floor = floor_side(dict_batches, _native)
+    codecs: list[tuple[str, Callable[[], Side]]] = [
+        ("canal-json", lambda: storage_side("canal-json", table, batches)),
+        ("canal-json (MQ)", lambda: message_side("canal-json", {}, table, batches)),
+        ("csv", lambda: storage_side("csv", table, batches)),
+        ("simple json", lambda: message_side("simple", {"encoding-format": "json"}, table, batches)),
+        ("simple avro", lambda: message_side("simple", {"encoding-format": "avro"}, table, batches)),
     ]
-    # The floor is measured right before each codec and each codec's ratio uses its own floor run, so load
-    # changes on a shared machine move both sides of a ratio together.
-    results: list[tuple[Result, Result]] = []
-    for _, run in codecs:
-        floor = bench_floor("orjson floor", plain, r)
-        results.append((run(), floor))
-    native = bench_floor("orjson native", native_dicts(table, rows), r)
-    from_rows = bench_from_rows(table, rows, r)
-    floors = [f for _, f in results]
+    # Each codec's ratio uses the floor runs interleaved with its own runs, so load changes on a shared
+    # machine move both sides of a ratio together.
+    results = [bench_codec(label, make, floor, r) for label, make in codecs]
+    native = bench_floor("orjson native", native_batches, r, native=True)
+    from_rows = bench_from_rows(table, batches, r)
+    floors = [f for _, f in results if f.encode_rate]
     median = Result(
         "orjson floor",
-        statistics.median(f.encode_rate or 0.0 for f in floors),
-        statistics.median(f.decode_rate or 0.0 for f in floors),
+        statistics.median(f.encode_rate or 0.0 for f in floors) if floors else None,
+        statistics.median(f.decode_rate or 0.0 for f in floors) if floors else None,
         "orjson.dumps(row dict, default=…) / orjson.loads; median of the per-codec floor runs",
     )
 
     print(
-        f"{args.rows:,} rows x 10 columns, best of {r} (CPU time), Python {sys.version.split()[0]}, "
-        f"orjson {orjson.__version__}"
+        f"{args.rows:,} rows x 10 columns, {step} rows per transaction, best of {r} interleaved rounds "
+        f"(CPU time), Python {sys.version.split()[0]}, orjson {orjson.__version__}"
     )
     header = f"{'codec':<18}{'encode rows/s':>15}{'vs floor':>10}{'decode rows/s':>15}{'vs floor':>10}  note"
     print(header)
     print("-" * len(header))
     native.note = "JSON-native dicts, no default= calls (reference)"
-    for res, floor in [(median, median), (native, median), (from_rows, median), *results]:
+    for res, ref in [(median, median), (native, median), (from_rows, median), *results]:
         print(
-            f"{res.name:<18}{fmt_rate(res.encode_rate):>15}{fmt_ratio(res.encode_rate, floor.encode_rate):>10}"
-            f"{fmt_rate(res.decode_rate):>15}{fmt_ratio(res.decode_rate, floor.decode_rate):>10}  {res.note}"
+            f"{res.name:<18}{fmt_rate(res.encode_rate):>15}{fmt_ratio(res.encode_rate, ref.encode_rate):>10}"
+            f"{fmt_rate(res.decode_rate):>15}{fmt_ratio(res.decode_rate, ref.decode_rate):>10}  {res.note}"
         )
     return 0
 
