@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import sqlite3
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -97,12 +98,22 @@ class RelayStreamReader(DataSourceStreamReader):  # type: ignore[misc]
             self._conn = connect_index(Path(self.spec.capture_dir) / "relay", readonly=True)
         return self._conn
 
+    def _trace(self, what: str) -> None:
+        """Append a line to ``<state dir>/source.trace`` (the planner runs in a Spark-owned Python process
+        whose logging reaches no file): when the source was asked what, for diagnosing stalled queries."""
+        try:
+            with open(Path(self.spec.state_dir) / "source.trace", "a") as f:
+                f.write(f"{time.strftime('%H:%M:%S')} {what}\n")
+        except OSError:
+            pass
+
     def initialOffset(self) -> dict[str, int]:
         return {"resolved_ts": self.spec.start_ts}
 
     def latestOffset(self, start: dict[str, int] | None = None, limit: Any = None) -> dict[str, int]:
         if start is None:
             start = self._last or self.initialOffset()
+        self._trace(f"latestOffset start={start}")
         begin = int(start["resolved_ts"])
         db = self._db()
         row = db.execute("SELECT resolved_ts FROM progress WHERE id = 1").fetchone()
@@ -124,6 +135,7 @@ class RelayStreamReader(DataSourceStreamReader):  # type: ignore[misc]
         if capped is not None:
             end = min(end, int(capped[0]))
         self._last = {"resolved_ts": end}
+        self._trace(f"latestOffset -> {end}")
         return {"resolved_ts": end}
 
     def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[InputPartition]:

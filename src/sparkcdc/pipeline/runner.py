@@ -45,6 +45,10 @@ _CODES = {
     "UpstreamError": "CDC:ErrUpstream",
 }
 
+# errors a restart cannot fix: the changefeed fails at once
+_PERMANENT = frozenset({"CDC:ErrInvalidConfig", "CDC:ErrCorruptData", "CDC:ErrDecodeFailed", "CDC:ErrEncodeFailed"})
+MAX_RESTARTS = 5
+
 
 class CaptureThread:
     """Runs the upstream's puller in the server process; restarts it after retryable failures."""
@@ -135,6 +139,9 @@ class _Feed:
     starter: threading.Thread | None = None
     start_error: RunningError | None = None
     stopped: bool = False
+    error_logged: bool = False
+    restarts: int = 0
+    last_warning: RunningError | None = None
 
 
 class SparkRunner:
@@ -291,6 +298,19 @@ class SparkRunner:
             error = feed.start_error
         if error is None and feed.query is not None:
             error = self._query_error(feed)
+            if error is not None and error.code not in _PERMANENT and feed.restarts < MAX_RESTARTS:
+                # TiCDC retries retryable errors: restart the query (its Spark checkpoint resumes exactly)
+                feed.restarts += 1
+                log.warning("changefeed=%s: restarting the query (attempt %d of %d) after: %s",
+                            feed.spec.changefeed, feed.restarts, MAX_RESTARTS, error.message)  # fmt: skip
+                feed.last_warning = error
+                feed.query = None
+                feed.error_logged = False
+                feed.starter = threading.Thread(target=self._start_query, args=(feed,), daemon=True)
+                feed.starter.start()
+                error = None
+        if warning is None and feed.last_warning is not None:
+            warning = feed.last_warning
         return RunnerStatus(checkpoint_ts=checkpoint, resolved_ts=resolved, error=error, warning=warning)
 
     def _query_error(self, feed: _Feed) -> RunningError | None:
@@ -303,7 +323,12 @@ class SparkRunner:
         if exc is None:
             return RunningError(code="CDC:ErrProcessorUnknown", message="the changefeed's Spark query stopped",
                                 addr=self.ctx.server_addr)  # fmt: skip
-        return query_error(exc, self.ctx.server_addr)
+        err = query_error(exc, self.ctx.server_addr)
+        if not feed.error_logged:
+            feed.error_logged = True
+            log.error("changefeed=%s query failed: %s\n%s", feed.spec.changefeed, err.message,
+                      str(getattr(exc, "desc", None) or exc)[-4000:])  # fmt: skip
+        return err
 
     def remove(self, info: ChangefeedInfo) -> None:
         shutil.rmtree(self.ctx.changefeed_dir(info.namespace, info.id), ignore_errors=True)
