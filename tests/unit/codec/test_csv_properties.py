@@ -10,7 +10,7 @@ from hypothesis import strategies as st
 
 from sparkcdc.codec.csv.config import CsvConfig
 from sparkcdc.codec.csv.decoder import CsvDecoder
-from sparkcdc.codec.csv.encoder import CsvEncoder, _Compiler
+from sparkcdc.codec.csv.encoder import CsvEncoder, _Compiler, float64_text
 from sparkcdc.codec.csv.message import format_value
 from sparkcdc.errors import ConfigError, DecodeError
 from sparkcdc.model import ColumnInfo, IndexInfo, RowChange, RowOp, TableInfo
@@ -269,3 +269,18 @@ def _decode_or_decode_error(cfg: CsvConfig, data: bytes) -> None:
         assert "\n" not in str(e)
     else:
         assert all(r.table is TABLE for r in rows)
+
+
+@settings(max_examples=120, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(cfg=configs(lossless=False), rows=transactions())
+def test_transaction_formatter_matches_row_at_a_time_path(cfg: CsvConfig, rows: list[RowChange]) -> None:
+    encoder = encoder_for(cfg)
+    assert encoder._formatter(TABLE).format_txn(rows, TABLE) is not None  # the fast path is what is tested
+    assert encoder.encode_txn(rows) == encoder.encode_rows(rows)
+
+
+@settings(max_examples=300, deadline=None)
+@given(value=st.one_of(st.floats(), st.floats(-1e7, 1e7), st.floats(-1e-3, 1e-3), st.sampled_from([1e-4, -1e-4, 1e6])))
+def test_inlined_double_matches_go_v(value: float) -> None:
+    fn = _Compiler(CsvConfig()).compile("f", [(0, ColumnInfo("c", "double"))])
+    assert fn((value,)) == "," + float64_text(value)
