@@ -356,3 +356,19 @@ def test_many_unsigned_promotions(count: int) -> None:
     assert codes == {f"c{i}": -5 if i % 2 else 4 for i in range(count)}
     [got, _] = list(CanalJsonFileDecoder().decode_file(line, table))
     assert got.before == values
+
+
+@SETTINGS
+@given(transactions(), st.booleans(), st.booleans(), st.booleans())
+def test_transaction_loop_matches_row_at_a_time_path(
+    rows: list[RowChange], tidb: bool, only_updated: bool, delete_key_only: bool
+) -> None:
+    config = _config(
+        **{
+            "enable-tidb-extension": tidb,
+            "only-output-updated-columns": only_updated,
+            "delete-only-output-handle-key-columns": delete_key_only,
+        }
+    )
+    encoder = CanalJsonTxnEncoder(config, now_ms=lambda: 3)
+    assert encoder.encode_txn(rows) == encoder.encode_rows(rows)

@@ -26,6 +26,9 @@ LineFunction = Callable[[RowChange, bytes, bytes], bytes]
 Extend = Callable[[tuple[bytes, ...]], None]
 # emit(row, mid, tail, extend): extends the caller's list with the line's parts (no per-line join)
 EmitFunction = Callable[[RowChange, bytes, bytes, Extend], None]
+MidTail = Callable[[int], tuple[bytes, bytes]]
+# emit_txn(rows, table, mid_tail, extend) -> False at a row of another table (output then incomplete)
+EmitTxnFunction = Callable[[Sequence[RowChange], Any, MidTail, Extend], bool]
 TypesLookup = Callable[[tuple[bool, ...]], bytes]
 
 _INT_LIKE = INTEGER_TYPES | {"year", "bit", "enum", "set"}
@@ -51,7 +54,11 @@ def _value_expr(column: ColumnInfo, var: str) -> str:
     if kind in _INT_LIKE:
         expr = f"(str({var}) if {var}.__class__ is int else _integer({var}))"
     elif kind == "double":
-        expr = f"_f64({var})"
+        # Go 'f' formatting of a float in 1e-4 <= |v| < 1e6: orjson's shortest digits, written positionally
+        # there, minus a trailing ".0"; anything else (other ranges, non-floats) goes through _f64.
+        inline = f'(_s[:-2] if (_s := _dumps({var}).decode())[-2:] == ".0" else _s)'
+        test = f"{var}.__class__ is _float and (1e-4 <= {var} < 1e6 or -1e6 < {var} <= -1e-4)"
+        expr = f"({inline} if {test} else _f64({var}))"
     elif kind == "float":
         expr = f"_f32({var})"
     elif kind == "decimal":
@@ -78,15 +85,17 @@ def compile_line(
     delete_full: bool,
     update_full: bool,
     fallback: LineFunction,
+    checked: LineFunction,
     long_bf: Callable[[bytes], bytes],
-) -> tuple[LineFunction, EmitFunction]:
+) -> tuple[LineFunction, EmitFunction, EmitTxnFunction]:
     """Generate ``line(row, mid, tail) -> bytes`` and ``emit(row, mid, tail, extend)`` for one table.
 
     ``columns``: (row position, column) of the written columns in order; ``promotions``: (row position,
     threshold) of unsigned integer columns whose java type depends on the value; ``types_lookup`` maps the
     tuple of "value above threshold" flags to the sqlType/mysqlType fragment. ``update_full=False`` writes
     only changed columns in ``old``. DELETE goes to ``fallback`` unless ``delete_full``, as do zero-width
-    tables.
+    tables. ``emit_txn`` is ``emit`` inlined in a loop over a transaction's rows (no call per row); a row
+    the generated code cannot write goes to ``checked`` (which writes it or raises EncodeError).
     ``long_bf`` rewrites BS/FF escapes of a line; ``<``, ``>``, ``&``, U+2028/9 are left to the caller.
     """
     if width == 0:
@@ -94,7 +103,14 @@ def compile_line(
         def emit_fallback(row: RowChange, mid: bytes, tail: bytes, extend: Extend) -> None:
             extend((fallback(row, mid, tail),))
 
-        return fallback, emit_fallback
+        def emit_txn_fallback(rows: Sequence[RowChange], table: Any, mid_tail: MidTail, extend: Extend) -> bool:
+            for row in rows:
+                if row.table is not table:
+                    return False
+                extend((fallback(row, *mid_tail(row.commit_ts)),))
+            return True
+
+        return fallback, emit_fallback, emit_txn_fallback
     # Text columns are passed to orjson as they are (an int there would become a JSON number, so the class is
     # checked). orjson writes BS/FF as \\b/\\f where easyjson writes \\u0008/\\u000c; searching every
     # output for those two-byte escapes is slow (many backslashes), so the few values that can hold BS/FF
@@ -177,6 +193,7 @@ def compile_line(
         "_dumps": orjson.dumps,
         "_join": b"".join,
         "_f64": f64_text,
+        "_float": float,
         "_f32": f32_text,
         "_Decimal": Decimal,
         "_decimal": _decimal,
@@ -190,6 +207,8 @@ def compile_line(
         "_types": constant_types,
         "_types_lookup": types_lookup,
         "_fallback": fallback,
+        "_checked": checked,
+        "_ERRORS": (TypeError, ValueError, AttributeError, OverflowError),
         "_long_bf": long_bf,
         "_INSERT": RowOp.INSERT,
         "_DELETE": RowOp.DELETE,
@@ -198,6 +217,24 @@ def compile_line(
         "_h_delete": heads[RowOp.DELETE],
         "_h_update": heads[RowOp.UPDATE],
     }
-    src = source(emit=False) + source(emit=True)
+
+    def txn_source() -> list[str]:
+        """emit's body inside the loop: ``return`` becomes ``continue``, failures go to the checked path."""
+        body = source(emit=True)[1:]
+        body = [line.replace("return", "continue") if line.strip() == "return" else line for line in body]
+        return [
+            "def emit_txn(rows, table, mid_tail, _extend):",
+            "  cts = None",
+            "  for row in rows:",
+            "   if row.table is not table: return False",
+            "   if row.commit_ts != cts: cts = row.commit_ts; mid, tail = mid_tail(cts)",
+            "   try:",
+            *("   " + line for line in body),
+            "   except _ERRORS:",
+            "    _extend((_checked(row, mid, tail),))",
+            "  return True",
+        ]
+
+    src = source(emit=False) + source(emit=True) + txn_source()
     exec(compile("\n".join(src), "<canal-json line>", "exec"), namespace)  # names are repr() literals
-    return namespace["line"], namespace["emit"]
+    return namespace["line"], namespace["emit"], namespace["emit_txn"]

@@ -19,7 +19,7 @@ from typing import Any, Final
 import orjson
 
 from sparkcdc.codec.base import Message
-from sparkcdc.codec.canal_json.compiled import EmitFunction, compile_line
+from sparkcdc.codec.canal_json.compiled import EmitFunction, EmitTxnFunction, compile_line
 from sparkcdc.codec.canal_json.config import CanalJsonConfig
 from sparkcdc.codec.canal_json.message import (
     WATERMARK_TYPE,
@@ -156,6 +156,7 @@ class _TablePlan:
         "_where",
         "_width",
         "fast_emit",
+        "fast_emit_txn",
         "fast_line",
         "table",
     )
@@ -198,7 +199,7 @@ class _TablePlan:
         self._key_types = _TypesFragment(
             key_names, tuple(codes[k] for k in keys), _json({self._names[k]: mysql[k] for k in keys}), key_promotions
         )
-        self.fast_line, emit = compile_line(
+        self.fast_line, emit, emit_txn = compile_line(
             width=self._width,
             columns=columns,
             heads=self._heads,
@@ -209,9 +210,11 @@ class _TablePlan:
             delete_full=not self._delete_key_only,
             update_full=not self._only_updated,
             fallback=self._generic_bf_line,
+            checked=self.checked_line,
             long_bf=long_bf,
         )
         self.fast_emit: EmitFunction | None = emit
+        self.fast_emit_txn: EmitTxnFunction | None = emit_txn
         if any(_needs_fix(name) for name in self._names):
             fast = self.fast_line
 
@@ -219,7 +222,7 @@ class _TablePlan:
                 return go_fix(fast(row, mid, tail))
 
             self.fast_line = fast_fixed
-            self.fast_emit = None  # lines need their own fix-ups
+            self.fast_emit = self.fast_emit_txn = None  # lines need their own fix-ups
 
     # -- images ------------------------------------------------------------------------------------------
 
@@ -371,6 +374,24 @@ class CanalJsonTxnEncoder:
         if not rows:
             return b""
         ts = str(self._now_ms()).encode()
+        config, terminator = self.config, self._terminator
+        table = rows[0].table
+        emit_txn = self._plans.get(table).fast_emit_txn
+        if emit_txn is not None and not self._fix_per_line:
+
+            def mid_tail(cts: int) -> tuple[bytes, bytes]:
+                return str(cts >> 18).encode() + b',"ts":' + ts, _tail(config, cts, terminator)
+
+            out: list[bytes] = []
+            if emit_txn(rows, table, mid_tail, out.extend):  # the whole transaction in one generated loop
+                return html_fix(b"".join(out))
+        return self._encode_rows(rows, ts)  # a second table, or lines needing their own fix-ups
+
+    def encode_rows(self, rows: Sequence[RowChange]) -> bytes:
+        """``encode_txn`` one row at a time (used for multi-table input; a reference for tests)."""
+        return self._encode_rows(rows, str(self._now_ms()).encode())
+
+    def _encode_rows(self, rows: Sequence[RowChange], ts: bytes) -> bytes:
         config = self.config
         terminator = self._terminator
         per_line = self._fix_per_line
