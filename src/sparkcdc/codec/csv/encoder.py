@@ -1,10 +1,12 @@
 """CSV storage-sink encoder: one single-table transaction in, file bytes out (``spec/csv.md``).
 
-Speed: a row costs one call of a per-table formatter compiled from Python source when the table is first
-seen (like ``dataclasses`` and ``collections.namedtuple`` do). Each column becomes one inline expression
-(NULL test plus the type's conversion and the quoting/escaping of ``message.py``), so the loop over columns
-runs without a Python call per value for integers, strings, decimals and temporal values. Formatters are
-cached by table identity, then by value (a table unpickled again on an executor reuses its formatter).
+Speed: a transaction costs one call of a per-table loop compiled from Python source when the table is
+first seen (like ``dataclasses`` and ``collections.namedtuple`` do). Each line is one f-string in which
+each column is one inline expression (NULL test plus the type's conversion and the quoting/escaping of
+``message.py``), so a row runs without a Python call for integers, strings, decimals, doubles in Go's
+positional range, binary and ENUM values. Any failure re-encodes the transaction one row at a time
+(``encode_rows``), which names the failing column. Formatters are cached by table identity, then by value
+(a table unpickled again on an executor reuses its formatter).
 
 The sink-level split of key-changing UPDATEs (``model.events.split_key_updates``) happens before this
 encoder; what is done here is the encoder-level rule of ``output-old-value`` (every UPDATE -> D + I rows
