@@ -177,15 +177,16 @@ def now_tso(db: FreshDatabase) -> int:
 
 class Workload:
     """A seeded mixed workload over ``tables`` tables: multi-row inserts, updates (some key-changing),
-    deletes, multi-table transactions and, at ``ddl_at`` steps, ADD COLUMN on one table."""
+    deletes, multi-table transactions and, every ``ddl_every`` steps, ADD COLUMN on one table."""
 
-    def __init__(self, db: FreshDatabase, tables: int = 4, seed: int = 7) -> None:
+    def __init__(self, db: FreshDatabase, tables: int = 4, seed: int = 7, ddl_every: int = 40) -> None:
         self.db = db
         self.names = [f"w{i}" for i in range(tables)]
         self.rng = random.Random(seed)
         self.next_id = {n: 1 for n in self.names}
         self.ids: dict[str, list[int]] = {n: [] for n in self.names}
         self.added = 0
+        self.ddl_every = ddl_every
 
     def create(self) -> None:
         for n in self.names:
@@ -195,7 +196,7 @@ class Workload:
         rng = self.rng
         t = rng.choice(self.names)
         kind = rng.random()
-        if i and i % 40 == 0:
+        if i and i % self.ddl_every == 0:
             self.added += 1
             self.db.execute(f"ALTER TABLE {t} ADD COLUMN c{self.added} INT NOT NULL DEFAULT {self.added}")
         elif kind < 0.5 or len(self.ids[t]) < 3:

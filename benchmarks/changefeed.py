@@ -1,0 +1,277 @@
+"""End-to-end changefeed benchmark: private MariaDB -> puller -> Spark query -> file:// storage sink.
+
+    .venv/bin/python benchmarks/changefeed.py [--rows 200000] [--tables 10] [--txn-rows 1000]
+
+Reports, in one run (generated input, same machine, same workload shape for each configuration):
+
+* throughput: ``--rows`` rows over ``--tables`` tables (multi-row INSERT ... SELECT transactions of ``--txn-rows``),
+  from the first upstream commit until the sink's ``metadata`` checkpoint covers the last one, with Spark
+  ``local[1]`` and ``local[2]`` (and the ratio local[2]/local[1]);
+* latency at moderate load (``--latency-tps`` small transactions per second for ``--latency-seconds``, local[2]):
+  upstream COMMIT returned -> checkpoint >= the upstream clock's TSO right after it (an upper bound on the
+  transaction's commit-ts), p50/p99, with the trigger at flush-interval (2 s, TiCDC's minimum);
+* peak RSS of the whole process tree (this Python driver + Spark JVM + Python workers).
+
+The puller runs as a thread of this process, as in ``cdc server``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import statistics
+import sys
+import tempfile
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from sparkcdc.capture import Puller, PullerConfig, RelayLog
+from sparkcdc.devtools.mariadb import MariaDB
+from sparkcdc.model import tso
+from sparkcdc.pipeline.query import build_session, start_query
+from sparkcdc.pipeline.spec import FeedSpec
+
+
+class RssSampler:
+    """Peak resident memory of this process and all its descendants (from /proc), sampled every 0.2 s."""
+
+    def __init__(self) -> None:
+        self.peak = 0
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    @staticmethod
+    def _tree_rss(root: int) -> int:
+        children: dict[int, list[int]] = {}
+        rss: dict[int, int] = {}
+        for d in os.listdir("/proc"):
+            if not d.isdigit():
+                continue
+            try:
+                with open(f"/proc/{d}/stat") as f:
+                    fields = f.read().rsplit(")", 1)[1].split()
+                ppid, pages = int(fields[1]), int(fields[21])
+            except (OSError, IndexError, ValueError):
+                continue
+            children.setdefault(ppid, []).append(int(d))
+            rss[int(d)] = pages * os.sysconf("SC_PAGE_SIZE")
+        total, todo = 0, [root]
+        while todo:
+            p = todo.pop()
+            total += rss.get(p, 0)
+            todo.extend(children.get(p, []))
+        return total
+
+    def _run(self) -> None:
+        while not self.stop.is_set():
+            self.peak = max(self.peak, self._tree_rss(os.getpid()))
+            self.stop.wait(0.2)
+
+
+class CheckpointLog:
+    """Polls the sink's metadata every 20 ms and keeps (wall time, checkpoint) at each change."""
+
+    def __init__(self, sink: Path) -> None:
+        self.path = sink / "metadata"
+        self.points: list[tuple[float, int]] = []
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def current(self) -> int:
+        try:
+            return int(json.loads(self.path.read_bytes())["checkpoint-ts"])
+        except (OSError, ValueError, KeyError):
+            return 0
+
+    def _run(self) -> None:
+        last = -1
+        while not self.stop.is_set():
+            ts = self.current()
+            if ts != last:
+                self.points.append((time.time(), ts))
+                last = ts
+            self.stop.wait(0.02)
+
+    def wait(self, target: int, timeout: float) -> float:
+        deadline = time.monotonic() + timeout
+        while self.current() < target:
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"checkpoint did not reach {target} in {timeout}s")
+            time.sleep(0.02)
+        return time.time()
+
+    def covered_at(self, ts: int) -> float | None:
+        for when, ckpt in self.points:
+            if ckpt >= ts:
+                return when
+        return None
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join()
+
+
+class Bench:
+    def __init__(self, work: Path, args: argparse.Namespace) -> None:
+        self.work = work
+        self.args = args
+        self.db = MariaDB(work / "mariadb").start()
+        import pymysql  # type: ignore[import-untyped]
+
+        self.conn = pymysql.connect(**self.db.connect_kwargs("root", autocommit=True))
+        self.capture = work / "capture"
+        kwargs = {"host": "127.0.0.1", "port": self.db.port, "user": "cdc", "password": "cdcpw"}
+        self.puller = Puller(PullerConfig(data_dir=str(self.capture), heartbeat_s=0.5, **kwargs))
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self.puller.run, args=(self.stop,), daemon=True)
+        self.thread.start()
+        while not (self.capture / "relay" / "index.db").exists() or not self._resolved():
+            time.sleep(0.05)
+
+    def _resolved(self) -> int:
+        relay = RelayLog(self.capture)
+        try:
+            return relay.resolved_ts()
+        except Exception:
+            return 0
+        finally:
+            relay.close()
+
+    def sql(self, *statements: str) -> None:
+        with self.conn.cursor() as cur:
+            for s in statements:
+                cur.execute(s)
+
+    def now_tso(self) -> int:
+        with self.conn.cursor() as cur:
+            cur.execute("SELECT CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS UNSIGNED)")
+            return tso.compose(int(cur.fetchone()[0]) + 1)
+
+    def run_feed(self, spark: Any, name: str, db: str, fn: Any) -> Any:
+        """Start a changefeed query on ``db``.*, wait until it runs, call ``fn(log)``, stop it."""
+        sink = self.work / f"sink-{name}"
+        start = self.now_tso()
+        while self._resolved() < start:
+            time.sleep(0.05)
+        spec = FeedSpec(changefeed=f"bench/{name}", capture_dir=str(self.capture), state_dir=str(self.work / name),
+                        sink_uri=f"file://{sink}?protocol=canal-json&worker-count={self.args.tables}"
+                        "&flush-interval=2s&file-size=67108864",
+                        config={"filter": {"rules": [f"{db}.*"]}}, start_ts=start, sink_start_ts=start)  # fmt: skip
+        query = start_query(spark, spec)
+        log = CheckpointLog(sink)
+        try:
+            log.wait(start + 1, 300)  # first batch done: the query is warm
+            return fn(log)
+        finally:
+            query.stop()
+            log.close()
+
+    def create_tables(self, db: str) -> None:
+        self.sql(f"CREATE DATABASE {db}")
+        for i in range(self.args.tables):
+            self.sql(f"CREATE TABLE {db}.t{i} (id BIGINT PRIMARY KEY, a INT, b VARCHAR(64), c DECIMAL(12,2), "
+                     "d DATETIME)")  # fmt: skip
+
+    def throughput(self, master: str) -> float:
+        db = "tp_" + master.replace("[", "").replace("]", "").replace("*", "all")
+        self.create_tables(db)
+        spark = build_session(master, "sparkcdc-bench")
+        try:
+            n, per = self.args.rows, self.args.txn_rows
+            txns = n // per
+
+            def load(log: CheckpointLog) -> float:
+                t0 = time.time()
+                for k in range(txns):
+                    t = k % self.args.tables
+                    base = k * per
+                    self.sql(f"INSERT INTO {db}.t{t} SELECT {base} + seq, seq % 1000, CONCAT('row-', seq, '-', "
+                             f"{k}), seq / 7, '2026-01-01 00:00:00' FROM {db}.seq_1_to_{per}")  # fmt: skip
+                end = self.now_tso()
+                done = log.wait(end, 900)
+                return n / (done - t0)
+
+            result: float = self.run_feed(spark, db, db, load)
+            return result
+        finally:
+            spark.stop()
+
+    def latency(self, master: str) -> tuple[float, float, int]:
+        db = "lat"
+        self.create_tables(db)
+        spark = build_session(master, "sparkcdc-bench")
+        try:
+
+            def load(log: CheckpointLog) -> tuple[float, float, int]:
+                commits: list[tuple[float, int]] = []
+                interval = 1.0 / self.args.latency_tps
+                next_at = time.monotonic()
+                k = 0
+                stop_at = time.monotonic() + self.args.latency_seconds
+                while time.monotonic() < stop_at:
+                    t = k % self.args.tables
+                    self.sql(f"INSERT INTO {db}.t{t} SELECT {k * 10} + seq, seq, 'lat', 1.5, NOW() "
+                             f"FROM {db}.seq_1_to_10")
+                    commits.append((time.time(), self.now_tso()))
+                    k += 1
+                    next_at += interval
+                    time.sleep(max(0.0, next_at - time.monotonic()))
+                log.wait(commits[-1][1], 300)
+                time.sleep(0.1)
+                lat = sorted((log.covered_at(ts) or time.time()) - at for at, ts in commits)
+                p99 = lat[min(len(lat) - 1, int(len(lat) * 0.99))]
+                return statistics.median(lat), p99, len(lat)
+
+            result: tuple[float, float, int] = self.run_feed(spark, db, db, load)
+            return result
+        finally:
+            spark.stop()
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(30)
+        self.puller.close()
+        self.conn.close()
+        self.db.stop()
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else "")
+    ap.add_argument("--rows", type=int, default=200_000)
+    ap.add_argument("--tables", type=int, default=10)
+    ap.add_argument("--txn-rows", type=int, default=1000)
+    ap.add_argument("--latency-tps", type=float, default=20.0)
+    ap.add_argument("--latency-seconds", type=float, default=20.0)
+    ap.add_argument("--skip-latency", action="store_true")
+    args = ap.parse_args()
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    rss = RssSampler()
+    with tempfile.TemporaryDirectory(prefix="sparkcdc-bench-") as tmp:
+        bench = Bench(Path(tmp), args)
+        try:
+            one = bench.throughput("local[1]")
+            print(f"throughput local[1]: {one:,.0f} rows/s ({args.rows} rows, {args.tables} tables, "
+                  f"{args.txn_rows} rows/txn)", flush=True)  # fmt: skip
+            two = bench.throughput("local[2]")
+            print(f"throughput local[2]: {two:,.0f} rows/s", flush=True)
+            print(f"ratio local[2]/local[1]: {two / one:.2f}", flush=True)
+            if not args.skip_latency:
+                p50, p99, count = bench.latency("local[2]")
+                print(f"latency commit -> checkpoint (local[2], flush-interval 2s, {args.latency_tps:g} txn/s, "
+                      f"{count} txns): p50 {p50:.2f}s p99 {p99:.2f}s", flush=True)  # fmt: skip
+        finally:
+            bench.close()
+    rss.stop.set()
+    rss.thread.join()
+    print(f"peak RSS (driver + JVM + Python workers): {rss.peak / 2**20:,.0f} MiB")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
