@@ -36,14 +36,22 @@ def _shortest(value: float, bits: int) -> tuple[str, int]:
     return stripped.rstrip("0") or "0", exp
 
 
-def go_float_v(value: float, bits: int = 64) -> str:
-    """Go ``fmt`` ``%v`` of a float32 (``bits=32``) or float64: CSV's float rendering."""
+def _special(value: float) -> str | None:
+    """Go's text for zeros (keeping the sign), NaN and infinities; None for every other value."""
     if value == 0:
         return "-0" if math.copysign(1.0, value) < 0 else "0"
     if math.isnan(value):
         return "NaN"
     if math.isinf(value):
         return "+Inf" if value > 0 else "-Inf"
+    return None
+
+
+def go_float_v(value: float, bits: int = 64) -> str:
+    """Go ``fmt`` ``%v`` of a float32 (``bits=32``) or float64: CSV's float rendering."""
+    special = _special(value)
+    if special is not None:
+        return special
     sign = "-" if value < 0 else ""
     digits, exp = _shortest(abs(value), bits)
     if exp < -4 or exp >= 6:
@@ -54,12 +62,9 @@ def go_float_v(value: float, bits: int = 64) -> str:
 
 def go_float_f(value: float, bits: int = 64) -> str:
     """Go ``strconv.FormatFloat(v, 'f', -1, bits)``: canal-json and simple float rendering."""
-    if value == 0:
-        return "-0" if math.copysign(1.0, value) < 0 else "0"
-    if math.isnan(value):
-        return "NaN"
-    if math.isinf(value):
-        return "+Inf" if value > 0 else "-Inf"
+    special = _special(value)
+    if special is not None:
+        return special
     sign = "-" if value < 0 else ""
     digits, exp = _shortest(abs(value), bits)
     return sign + _positional(digits, exp)
