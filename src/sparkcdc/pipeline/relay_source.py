@@ -31,6 +31,7 @@ from sparkcdc.pipeline.transform import ROW_SCHEMA, ChunkTransform, mark_row
 log = logging.getLogger(__name__)
 
 NAME = "sparkcdc_relay"
+_TRACE_BYTES = 1 << 20
 
 # executor-process cache: capture dir -> (resolved ts when loaded, SchemaHistory)
 _HISTORY: dict[str, tuple[int, Any]] = {}
@@ -101,8 +102,11 @@ class RelayStreamReader(DataSourceStreamReader):  # type: ignore[misc]
     def _trace(self, what: str) -> None:
         """Append a line to ``<state dir>/source.trace`` (the planner runs in a Spark-owned Python process
         whose logging reaches no file): when the source was asked what, for diagnosing stalled queries."""
+        path = Path(self.spec.state_dir) / "source.trace"
         try:
-            with open(Path(self.spec.state_dir) / "source.trace", "a") as f:
+            if path.exists() and path.stat().st_size > _TRACE_BYTES:
+                path.replace(path.with_name("source.trace.1"))  # keep the last two generations only
+            with open(path, "a") as f:
                 f.write(f"{time.strftime('%H:%M:%S')} {what}\n")
         except OSError:
             pass
