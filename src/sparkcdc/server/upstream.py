@@ -80,8 +80,15 @@ class MySQLUpstream:
             conn.close()
 
     def current_tso(self) -> int:
-        rows = self._query("SELECT CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS UNSIGNED)")
-        return tso.compose(int(rows[0][0]))
+        """The last TSO of the previous upstream second.
+
+        Binlog event times are whole seconds, so a transaction committed later in the current second gets a
+        commit-ts of at least ``second << 18``; a millisecond-precision "now" would be above it and a
+        changefeed started at that ts would skip the transaction. Ending at the previous second can only
+        include a few transactions committed just before the call (at-least-once), never lose one.
+        """
+        rows = self._query("SELECT UNIX_TIMESTAMP()")
+        return tso.compose(int(rows[0][0]) * 1000) - 1
 
     def oldest_retained_tso(self) -> int:
         """TSO of the first event (its FORMAT_DESCRIPTION) in the oldest binlog still on the server."""
