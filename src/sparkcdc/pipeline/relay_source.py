@@ -39,7 +39,7 @@ _TRANSFORMS: dict[str, tuple[FeedSpec, ChunkTransform]] = {}
 
 
 @dataclass(frozen=True)
-class ChunkPartition(InputPartition):  # type: ignore[misc]
+class ChunkPartition(InputPartition):
     path: str
     offset: int
     length: int
@@ -49,7 +49,7 @@ class ChunkPartition(InputPartition):  # type: ignore[misc]
 
 
 @dataclass(frozen=True)
-class MarkPartition(InputPartition):  # type: ignore[misc]
+class MarkPartition(InputPartition):
     start_ts: int
     end_ts: int
 
@@ -82,7 +82,7 @@ def _transform(spec: FeedSpec) -> ChunkTransform:
     return t
 
 
-class RelayStreamReader(DataSourceStreamReader):  # type: ignore[misc]
+class RelayStreamReader(DataSourceStreamReader):
     def __init__(self, spec: FeedSpec) -> None:
         self.spec = spec
         self._conn: sqlite3.Connection | None = None
@@ -184,7 +184,7 @@ class RelayStreamReader(DataSourceStreamReader):  # type: ignore[misc]
         yield from transform.rows(events)
 
 
-class RelaySource(DataSource):  # type: ignore[misc]
+class RelaySource(DataSource):
     """Options: ``spec`` = path of the changefeed's spec file (see ``sparkcdc.pipeline.spec``)."""
 
     @classmethod

@@ -33,7 +33,7 @@ NAME = "sparkcdc_storage"
 
 
 @dataclass(frozen=True)
-class BatchMessage(WriterCommitMessage):  # type: ignore[misc]
+class BatchMessage(WriterCommitMessage):
     """What one writer task made durable (primitives and frozen values only)."""
 
     data_files: tuple[Any, ...] = ()  # DataFileDescriptor
@@ -108,7 +108,7 @@ def commit_batch(spec: FeedSpec, messages: list[Any], batch_id: int) -> int | No
     return end
 
 
-class StorageStreamWriter(DataSourceStreamWriter):  # type: ignore[misc]
+class StorageStreamWriter(DataSourceStreamWriter):
     def __init__(self, spec: FeedSpec) -> None:
         self.spec = spec
 
@@ -124,7 +124,7 @@ class StorageStreamWriter(DataSourceStreamWriter):  # type: ignore[misc]
                     self.spec.changefeed, batchId, files)  # fmt: skip
 
 
-class StorageSink(DataSource):  # type: ignore[misc]
+class StorageSink(DataSource):
     """Options: ``spec`` = path of the changefeed's spec file."""
 
     @classmethod
