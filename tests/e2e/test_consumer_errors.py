@@ -81,3 +81,18 @@ def test_damaged_tree_stops_with_one_line_then_resumes(prepared: tuple[Tree, Mys
     res = _run(tree.root, t)
     assert res.returncode == 0, res.stderr
     assert _ids(t) == ([1] if damage == "foreign" else [1, 2])
+
+
+
+def test_wrong_downstream_password_fails_at_once(tmp_path: Path, target: MysqlTarget) -> None:  # noqa: F811
+    # an empty tree would otherwise make the consumer wait for `metadata` forever before noticing
+    (tmp_path / "tree").mkdir()
+    r = subprocess.run(
+        [CDC, "storage-consumer", "--upstream-uri", f"file://{tmp_path}/tree?protocol=csv", "--downstream-uri",
+         f"mysql://nobody:Wr0ng-pw@{target.host}:{target.port}/", "--once", "--log-level", "error"],
+        capture_output=True, text=True, timeout=120, env={**os.environ, "PYTHONPATH": "src"},
+    )  # fmt: skip
+    assert r.returncode == 1
+    lines = r.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error:") and "downstream" in lines[0], r.stderr
+    assert "Wr0ng-pw" not in r.stderr

@@ -112,6 +112,7 @@ def storage_consumer(
     explicit_sep = date_separator or ("auto" if not config_path else None)
     reader = ReaderConfig.from_sink(sink, date_separator=explicit_sep, ignore_foreign_files=ignore_foreign_files)
     target = MysqlTarget.parse(downstream_uri)
+    target.connect().close()  # fail at once on an unreachable downstream or a wrong password, not after waiting
     storage = ExternalStorage.from_config(sink)
     log.info("storage consumer starting upstream=%s downstream=%s protocol=%s", sink.uri.masked(), target,
              sink.protocol)  # fmt: skip
