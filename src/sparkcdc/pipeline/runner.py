@@ -334,7 +334,9 @@ class SparkRunner:
         shutil.rmtree(self.ctx.changefeed_dir(info.namespace, info.id), ignore_errors=True)
 
     def current_tso(self) -> int:
-        return self.upstream.current_tso()
+        """The upstream's current TSO, but never below the relay log's start: right after the server starts,
+        the previous upstream second (``MySQLUpstream.current_tso``) can still be older than the relay."""
+        return max(self.upstream.current_tso(), self.bootstrap_ts)
 
     def oldest_retained_tso(self) -> int:
         return max(self.upstream.oldest_retained_tso(), self.bootstrap_ts)
