@@ -33,8 +33,6 @@ log = logging.getLogger(__name__)
 NAME = "sparkcdc_relay"
 _TRACE_BYTES = 1 << 20
 
-# executor-process cache: capture dir -> (resolved ts when loaded, SchemaHistory)
-_HISTORY: dict[str, tuple[int, Any]] = {}
 _TRANSFORMS: dict[str, tuple[FeedSpec, ChunkTransform]] = {}
 
 
@@ -52,23 +50,6 @@ class ChunkPartition(InputPartition):
 class MarkPartition(InputPartition):
     start_ts: int
     end_ts: int
-
-
-def _history(capture_dir: str, needed_ts: int) -> Any:
-    """The schema history, reloaded when the cached copy predates ``needed_ts``."""
-    from sparkcdc.capture import RelayLog, SchemaHistory
-
-    cached = _HISTORY.get(capture_dir)
-    if cached is not None and cached[0] >= needed_ts:
-        return cached[1]
-    relay = RelayLog(capture_dir)
-    try:
-        resolved = relay.resolved_ts()
-    finally:
-        relay.close()
-    history = SchemaHistory.load(capture_dir)
-    _HISTORY[capture_dir] = (resolved, history)
-    return history
 
 
 def _transform(spec: FeedSpec) -> ChunkTransform:
@@ -179,8 +160,8 @@ class RelayStreamReader(DataSourceStreamReader):
         ref = ChunkRef(partition.path, partition.offset, partition.length, partition.first_ts, partition.last_ts,
                        partition.txn_count)  # fmt: skip
         transform = _transform(self.spec)
-        history = _history(self.spec.capture_dir, partition.last_ts)
-        events = decode_chunk(ref, history, tz=self.spec.tz, force_replicate=transform.force_replicate)
+        # passing the capture dir lets decode_chunk use its per-process schema-history cache
+        events = decode_chunk(ref, self.spec.capture_dir, tz=self.spec.tz, force_replicate=transform.force_replicate)
         yield from transform.rows(events)
 
 
