@@ -29,22 +29,8 @@ DML_MEMBERS: Final = (
     "old",
     "data",
 )
-# Members of DDL / WATERMARK messages in struct order (data before old).
-STRUCT_MEMBERS: Final = (
-    "id",
-    "database",
-    "table",
-    "pkNames",
-    "isDdl",
-    "type",
-    "es",
-    "ts",
-    "sql",
-    "sqlType",
-    "mysqlType",
-    "data",
-    "old",
-)
+# Members of DDL / WATERMARK messages in struct order: the same, with data before old.
+STRUCT_MEMBERS: Final = (*DML_MEMBERS[:-2], "data", "old")
 TIDB_MEMBER: Final = "_tidb"
 TIDB_MEMBERS: Final = frozenset({"commitTs", "watermarkTs", "onlyHandleKey", "claimCheckLocation"})
 WATERMARK_TYPE: Final = "TIDB_WATERMARK"
