@@ -93,20 +93,14 @@ def split_key_updates(rows: list[RowChange]) -> list[RowChange]:
     UPDATE id 1->2), and reordering would then change the result, so we keep binlog order whenever a
     handle-key value appears in more than one row of the transaction.
     """
+    changed = [r.handle_key_changed() for r in rows]
+    if not any(changed):
+        return rows
+    parts = [part for r, c in zip(rows, changed, strict=True) for part in (r.split_update() if c else (r,))]
     if _touches_a_key_twice(rows):
-        return [part for r in rows for part in (r.split_update() if r.handle_key_changed() else (r,))]
-    out: list[RowChange] = []
-    split = False
-    for r in rows:
-        if r.handle_key_changed():
-            out.extend(r.split_update())
-            split = True
-        else:
-            out.append(r)
-    if not split:
-        return out
+        return parts
     order = {RowOp.DELETE: 0, RowOp.UPDATE: 1, RowOp.INSERT: 2}
-    return sorted(out, key=lambda r: order[r.op])
+    return sorted(parts, key=lambda r: order[r.op])
 
 
 def _touches_a_key_twice(rows: list[RowChange]) -> bool:

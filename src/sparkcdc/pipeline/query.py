@@ -13,6 +13,7 @@ from sparkcdc.pipeline.spec import FeedSpec
 log = logging.getLogger(__name__)
 
 _REGISTERED: set[int] = set()
+_ROUTE_KEYS: dict[int, list[int]] = {}
 
 
 def spark_env() -> None:
@@ -22,20 +23,40 @@ def spark_env() -> None:
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 
 
+# Why each default: the UI and progress bar cost CPU nobody reads; a changefeed's Spark checkpoint always lives
+# on local disk (``<state dir>/spark``), where Hadoop's default FileContext/ChecksumFileSystem path forks
+# ``chmod`` and ``readlink`` ~20 times per micro-batch (no native Hadoop library here) and writes ``.crc``
+# twins: the FileSystem-based manager on the raw local filesystem forks twice per batch and renames just as
+# atomically.
+_SESSION_DEFAULTS = {
+    "spark.ui.enabled": "false",
+    "spark.ui.showConsoleProgress": "false",
+    "spark.sql.shuffle.partitions": "2",
+    "spark.sql.streaming.stopTimeout": "60s",
+    "spark.sql.streaming.checkpointFileManagerClass": (
+        "org.apache.spark.sql.execution.streaming.checkpointing.FileSystemBasedCheckpointFileManager"
+    ),
+    "spark.hadoop.fs.file.impl": "org.apache.hadoop.fs.RawLocalFileSystem",
+}
+# The driver JVM only plans micro-batches and, in local mode, moves encoded bytes between Python workers: the
+# C2 compiler kept recompiling each batch's generated code and was the largest JVM CPU user of an idle
+# changefeed (about 1 core-second per batch); C1 alone halves the JVM's CPU with equal or better throughput
+# (benchmarks/changefeed.py).
+DRIVER_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
+
+
 def build_session(master: str, app_name: str = "sparkcdc", extra: dict[str, str] | None = None) -> Any:
-    """A SparkSession for pipelines (UI off, quiet logs)."""
+    """A SparkSession for pipelines; ``extra`` settings win over the defaults, except that
+    ``spark.driver.extraJavaOptions`` is appended to ``DRIVER_JAVA_OPTIONS``. JVM options only take effect when
+    this call starts the JVM (the first session of the process)."""
     spark_env()
     from pyspark.sql import SparkSession
 
-    builder = (
-        SparkSession.builder.master(master)
-        .appName(app_name)
-        .config("spark.ui.enabled", "false")
-        .config("spark.ui.showConsoleProgress", "false")
-        .config("spark.sql.shuffle.partitions", "2")
-        .config("spark.sql.streaming.stopTimeout", "60s")
-    )
-    for k, v in (extra or {}).items():
+    conf = {**_SESSION_DEFAULTS, **(extra or {})}
+    java = conf.get("spark.driver.extraJavaOptions", "")
+    conf["spark.driver.extraJavaOptions"] = f"{DRIVER_JAVA_OPTIONS} {java}".strip()
+    builder = SparkSession.builder.master(master).appName(app_name)
+    for k, v in conf.items():
         builder = builder.config(k, v)
     session = builder.getOrCreate()
     session.sparkContext.setLogLevel("ERROR")
@@ -58,7 +79,8 @@ def start_query(spark: Any, spec: FeedSpec, *, trigger_seconds: float | None = N
     """Write the spec under ``spec.state_dir`` and start the query; returns the StreamingQuery.
 
     The Spark checkpoint lives in ``<state_dir>/spark``: a restart with it resumes at the last committed batch.
-    ``trigger_seconds`` defaults to the sink's flush-interval; ``worker-count`` sets the writer partitions.
+    ``trigger_seconds`` defaults to the sink's flush-interval. ``worker-count`` bounds the writer tasks; there are
+    no more of them than the cluster's task slots, since each task costs fixed work per micro-batch.
     """
     from sparkcdc.pipeline.relay_source import NAME as SOURCE
     from sparkcdc.pipeline.storage_sink import NAME as SINK
@@ -76,8 +98,9 @@ def start_query(spark: Any, spec: FeedSpec, *, trigger_seconds: float | None = N
     spec.save(spec_path)
     sink = spec.sink_config()
     interval = trigger_seconds if trigger_seconds is not None else sink.flush_interval
+    writers = min(sink.worker_count, spark.sparkContext.defaultParallelism)
     df = spark.readStream.format(SOURCE).option("spec", str(spec_path)).load()
-    df = df.repartition(sink.worker_count, "bucket")
+    df = df.repartition(writers, writer_route(spark, writers))
     query = (
         df.writeStream.format(SINK)
         .option("spec", str(spec_path))
@@ -86,9 +109,33 @@ def start_query(spark: Any, spec: FeedSpec, *, trigger_seconds: float | None = N
         .trigger(processingTime=f"{interval} seconds")
         .start()
     )
-    log.info("changefeed=%s query started from %d (trigger %.1fs, %d writers)", spec.changefeed, spec.start_ts,
-             interval, sink.worker_count)  # fmt: skip
+    log.info("changefeed=%s query started from %d (trigger %.1fs, %d writer tasks for worker-count %d)",
+             spec.changefeed, spec.start_ts, interval, writers, sink.worker_count)  # fmt: skip
     return query
+
+
+def writer_route(spark: Any, writers: int) -> Any:
+    """Column that sends a row of TiCDC DML worker ``bucket`` to writer task ``bucket % writers`` exactly.
+
+    ``repartition(n, col)`` places a row by ``pmod(hash(col), n)`` (Murmur3), which lets two busy buckets
+    share one task while another idles. Routing each bucket through the smallest int that Spark's own hash
+    sends to the wanted task keeps the writers balanced and every table in one task.
+    """
+    from pyspark.sql import functions as F
+
+    keys = _ROUTE_KEYS.get(writers)
+    if keys is None:
+        found = (
+            spark.range(0, 64 * writers)
+            .selectExpr("CAST(id AS INT) AS k", f"pmod(hash(CAST(id AS INT)), {writers}) AS p")
+            .groupBy("p")
+            .agg(F.min("k").alias("k"))
+            .collect()
+        )
+        by_task = {int(r["p"]): int(r["k"]) for r in found}
+        keys = [by_task[p] for p in range(writers)]  # 64 tries per task: a miss has odds ~e^-64
+        _ROUTE_KEYS[writers] = keys
+    return F.element_at(F.array(*[F.lit(k) for k in keys]), F.pmod(F.col("bucket"), F.lit(writers)) + 1)
 
 
 def _query_name(changefeed: str) -> str:

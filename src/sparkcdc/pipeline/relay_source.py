@@ -27,6 +27,7 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 
 from sparkcdc.pipeline.spec import FeedSpec
 from sparkcdc.pipeline.transform import ROW_SCHEMA, ChunkTransform, mark_row
+from sparkcdc.pipeline.worker_gc import freeze_survivors
 
 log = logging.getLogger(__name__)
 
@@ -151,6 +152,7 @@ class RelayStreamReader(DataSourceStreamReader):
 
     # -- executors ---------------------------------------------------------------------------------
     def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
+        freeze_survivors()
         if isinstance(partition, MarkPartition):
             yield mark_row(partition.start_ts, partition.end_ts)
             return

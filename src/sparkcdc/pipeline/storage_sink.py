@@ -26,6 +26,7 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamWriter, WriterCom
 
 from sparkcdc.pipeline.spec import FeedSpec
 from sparkcdc.pipeline.transform import ROW_SCHEMA, load_info
+from sparkcdc.pipeline.worker_gc import freeze_survivors
 
 log = logging.getLogger(__name__)
 
@@ -45,6 +46,7 @@ def write_partition(spec: FeedSpec, rows: Iterator[Any]) -> BatchMessage:
     """Executor side of the sink for one partition's rows (Spark Rows or tuples in ``ROW_SCHEMA`` order)."""
     from sparkcdc.storage.writer import FlushResult, StorageWriter
 
+    freeze_survivors()
     tables: dict[tuple[str, str], list[tuple[int, int, int, int, int, bytes]]] = {}
     infos: dict[tuple[str, str, int], Any] = {}
     ddls: list[tuple[int, int, bytes]] = []

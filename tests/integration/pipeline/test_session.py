@@ -1,0 +1,39 @@
+"""The pipeline's SparkSession defaults and its routing of TiCDC DML worker buckets to writer tasks, on real
+Spark (the session fixture is built by ``build_session``, as in ``cdc server``)."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from sparkcdc.pipeline.query import DRIVER_JAVA_OPTIONS, writer_route
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.mark.parametrize("writers", [1, 2, 3, 5, 16])
+def test_every_bucket_goes_to_writer_bucket_mod_writers(spark: Any, writers: int) -> None:
+    from pyspark.sql import functions as F
+
+    df = spark.range(0, 48).selectExpr("CAST(id AS INT) AS bucket")
+    placed = df.repartition(writers, writer_route(spark, writers)).select("bucket", F.spark_partition_id().alias("p"))
+    assert {(r["bucket"], r["p"]) for r in placed.collect()} == {(b, b % writers) for b in range(48)}
+
+
+def test_the_jvm_runs_with_the_driver_options(spark: Any) -> None:
+    args = list(spark._jvm.java.lang.management.ManagementFactory.getRuntimeMXBean().getInputArguments())
+    assert all(opt in args for opt in DRIVER_JAVA_OPTIONS.split())
+    assert any(a.startswith("-Dderby.system.home=") for a in args)  # the caller's options are kept beside ours
+
+
+def test_streaming_checkpoints_skip_hadoop_shell_and_crc_files(spark: Any, tmp_path: Any) -> None:
+    query = (
+        spark.readStream.format("rate").option("rowsPerSecond", 1).load()
+        .writeStream.format("noop").option("checkpointLocation", str(tmp_path / "ckpt"))
+        .trigger(availableNow=True).start()
+    )  # fmt: skip
+    query.awaitTermination(120)
+    names = [p.name for p in (tmp_path / "ckpt").rglob("*")]
+    assert "0" in names  # the offsets and commits logs were written
+    assert not [n for n in names if n.endswith(".crc")]
