@@ -1,12 +1,16 @@
 """End-to-end changefeed benchmark: private MariaDB -> puller -> Spark query -> file:// storage sink.
 
-    .venv/bin/python benchmarks/changefeed.py [--rows 200000] [--tables 10] [--txn-rows 1000]
+    .venv/bin/python benchmarks/changefeed.py [--rows 1000000] [--tables 10] [--txn-rows 1000] [--rounds 2]
 
 Reports, in one run (generated input, same machine, same workload shape for each configuration):
 
 * throughput: ``--rows`` rows over ``--tables`` tables (multi-row INSERT ... SELECT transactions of ``--txn-rows``),
   from the first upstream commit until the sink's ``metadata`` checkpoint covers the last one, with Spark
-  ``local[1]`` and ``local[2]`` (and the ratio local[2]/local[1]);
+  ``local[1]`` and ``local[2]`` (and the ratio local[2]/local[1]). The default is 1M rows, five times the
+  200k floor: the query starts a micro-batch every flush-interval (2 s), so a run's end lands up to 2 s after
+  its data is ready; on 200k rows (4-6 s runs) that alone moved the ratio by +-0.2 between runs. ``--rounds``
+  alternates the two masters (local[1], local[2], local[1], ...) so neither always gets the colder JVM, and
+  the median of each is reported;
 * latency at moderate load (``--latency-tps`` small transactions per second for ``--latency-seconds``, local[2]):
   upstream COMMIT returned -> checkpoint >= the transaction's commit-ts (found in the relay log by its GTID),
   p50/p99, with the trigger at flush-interval (2 s, TiCDC's minimum); also to the upstream clock's TSO right
@@ -178,8 +182,8 @@ class Bench:
             self.sql(f"CREATE TABLE {db}.t{i} (id BIGINT PRIMARY KEY, a INT, b VARCHAR(64), c DECIMAL(12,2), "
                      "d DATETIME)")  # fmt: skip
 
-    def throughput(self, master: str) -> float:
-        db = "tp_" + master.replace("[", "").replace("]", "").replace("*", "all")
+    def throughput(self, master: str, round_no: int) -> float:
+        db = f"tp{round_no}_" + master.replace("[", "").replace("]", "").replace("*", "all")
         self.create_tables(db)
         spark = build_session(master, "sparkcdc-bench")
         try:
@@ -260,7 +264,8 @@ class Bench:
 
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else "")
-    ap.add_argument("--rows", type=int, default=200_000)
+    ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--tables", type=int, default=10)
     ap.add_argument("--txn-rows", type=int, default=1000)
     ap.add_argument("--latency-tps", type=float, default=20.0)
@@ -273,11 +278,15 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="sparkcdc-bench-") as tmp:
         bench = Bench(Path(tmp), args)
         try:
-            one = bench.throughput("local[1]")
-            print(f"throughput local[1]: {one:,.0f} rows/s ({args.rows} rows, {args.tables} tables, "
-                  f"{args.txn_rows} rows/txn)", flush=True)  # fmt: skip
-            two = bench.throughput("local[2]")
-            print(f"throughput local[2]: {two:,.0f} rows/s", flush=True)
+            runs: dict[str, list[float]] = {"local[1]": [], "local[2]": []}
+            for r in range(args.rounds):
+                for master, results in runs.items():
+                    results.append(bench.throughput(master, r))
+                    print(f"round {r + 1} {master}: {results[-1]:,.0f} rows/s", flush=True)
+            one, two = (statistics.median(v) for v in runs.values())
+            print(f"throughput local[1]: {one:,.0f} rows/s (median of {args.rounds}; {args.rows} rows, "
+                  f"{args.tables} tables, {args.txn_rows} rows/txn)", flush=True)  # fmt: skip
+            print(f"throughput local[2]: {two:,.0f} rows/s (median of {args.rounds})", flush=True)
             print(f"ratio local[2]/local[1]: {two / one:.2f}", flush=True)
             if not args.skip_latency:
                 (p50, p99), (b50, b99), count = bench.latency("local[2]")
