@@ -28,6 +28,7 @@ from typing import Any
 
 from sparkcdc.errors import SparkcdcError, UpstreamError
 from sparkcdc.pipeline.progress import read_progress
+from sparkcdc.pipeline.query import stop_between_batches
 from sparkcdc.pipeline.spec import FeedSpec
 from sparkcdc.server.model import ChangefeedInfo, RunningError
 from sparkcdc.server.runner import ChangefeedRunner, RunnerContext, RunnerStatus
@@ -274,7 +275,7 @@ class SparkRunner:
         if feed.query is None:
             return
         try:
-            feed.query.stop()
+            stop_between_batches(feed.query)
         except Exception as e:  # already dead: nothing more is written
             log.warning("changefeed=%s/%s: stopping the query: %s", namespace, changefeed_id, _first_line(e))
         log.info("changefeed=%s/%s stopped", namespace, changefeed_id)
