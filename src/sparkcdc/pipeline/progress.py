@@ -3,6 +3,9 @@
 The driver-side ``commit`` runs in a separate Python worker process (shared/ENVIRONMENT.md), so the checkpoint it
 writes to the sink's ``metadata`` is also recorded in ``<changefeed dir>/progress.json`` (temporary file, fsync,
 rename) where the server's runner polls it. The file only ever moves forward.
+
+``batch_start_ts`` is where that batch began: until Spark records the batch as done it may replay it after a
+crash, so the relay log GC must keep everything after it (0 in files written before it was recorded).
 """
 
 from __future__ import annotations
@@ -20,13 +23,14 @@ from sparkcdc.errors import StorageError
 class CommittedProgress:
     checkpoint_ts: int
     batch_id: int
+    batch_start_ts: int = 0
 
 
 def read_progress(path: str | os.PathLike[str]) -> CommittedProgress | None:
     """The last committed progress, None when no batch has committed yet (or the file is unreadable)."""
     try:
         doc = json.loads(Path(path).read_text())
-        return CommittedProgress(int(doc["checkpoint_ts"]), int(doc["batch_id"]))
+        return CommittedProgress(int(doc["checkpoint_ts"]), int(doc["batch_id"]), int(doc.get("batch_start_ts", 0)))
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
@@ -38,7 +42,8 @@ def write_progress(path: str | os.PathLike[str], progress: CommittedProgress) ->
     try:
         target.parent.mkdir(parents=True, exist_ok=True)
         with open(tmp, "w") as f:
-            json.dump({"checkpoint_ts": progress.checkpoint_ts, "batch_id": progress.batch_id}, f)
+            json.dump({"checkpoint_ts": progress.checkpoint_ts, "batch_id": progress.batch_id,
+                       "batch_start_ts": progress.batch_start_ts}, f)  # fmt: skip
             f.flush()
             os.fsync(f.fileno())
         os.replace(tmp, target)

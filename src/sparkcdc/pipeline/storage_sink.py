@@ -97,15 +97,15 @@ def commit_batch(spec: FeedSpec, messages: list[Any], batch_id: int) -> int | No
         commit_index_files(storage, files)
     for _ts, _seq, blob in sorted(d for m in msgs for d in m.ddls):
         write_ddl_schema(storage, load_info(blob), output_column_id=config.output_column_id)
-    ends = [m.mark[1] for m in msgs if m.mark is not None]
-    if not ends:
+    marks = [m.mark for m in msgs if m.mark is not None]
+    if not marks:
         return None
-    end = max(ends)
+    start, end = min(m[0] for m in marks), max(m[1] for m in marks)
     previous = read_progress(spec.progress_path)
     if previous is not None and previous.checkpoint_ts >= end:
         return None
     write_checkpoint(storage, end)
-    write_progress(spec.progress_path, CommittedProgress(end, batch_id))
+    write_progress(spec.progress_path, CommittedProgress(end, batch_id, start))
     log.debug("changefeed=%s batch %d committed: checkpoint %d, %d files", spec.changefeed, batch_id, end, len(files))
     return end
 
