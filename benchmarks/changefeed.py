@@ -21,6 +21,7 @@ Reports, in one run (generated input, same machine, same workload shape for each
   upstream COMMIT returned -> checkpoint >= the transaction's commit-ts (found in the relay log by its GTID),
   p50/p99, with the trigger at flush-interval (2 s, TiCDC's minimum); also to the upstream clock's TSO right
   after COMMIT, an upper bound that adds the binlog's whole-second time resolution;
+* the CPU an idle changefeed costs (``--idle-seconds``, 0 skips it), in cores;
 * peak RSS of the whole process tree (this Python driver + Spark JVM + Python workers).
 
 The puller runs as a thread of this process, as in ``cdc server``.
@@ -66,6 +67,31 @@ def _tree_rss(root: int, exclude: int) -> int:
         p = todo.pop()
         if p != exclude:
             total += rss.get(p, 0)
+        todo.extend(children.get(p, []))
+    return total
+
+
+def tree_cpu_seconds(root: int, skip: str = "mariadbd") -> float:
+    """CPU seconds (user + system) used so far by ``root`` and its descendants, except processes named ``skip``."""
+    children: dict[int, list[int]] = {}
+    cpu: dict[int, float] = {}
+    tick = os.sysconf("SC_CLK_TCK")
+    for d in os.listdir("/proc"):
+        if not d.isdigit():
+            continue
+        try:
+            with open(f"/proc/{d}/stat") as f:
+                head, tail = f.read().rsplit(")", 1)
+            fields = tail.split()
+            children.setdefault(int(fields[1]), []).append(int(d))
+            if not head.endswith(f"({skip}"):
+                cpu[int(d)] = (int(fields[11]) + int(fields[12])) / tick
+        except (OSError, IndexError, ValueError):
+            continue
+    total, todo = 0.0, [root]
+    while todo:
+        p = todo.pop()
+        total += cpu.get(p, 0.0)
         todo.extend(children.get(p, []))
     return total
 
@@ -131,6 +157,25 @@ class CheckpointLog:
             if ckpt >= ts:
                 return when
         return None
+
+    def idle(self, master: str) -> float:
+        """Cores used by an idle changefeed (nothing to replicate; a micro-batch every flush-interval advances the
+        checkpoint): driver with its puller thread, JVM and Python workers, after a minute of warm-up."""
+        db = "idle"
+        self.create_tables(db)
+        spark = build_session(master, "sparkcdc-bench")
+        try:
+
+            def measure(log: CheckpointLog) -> float:
+                time.sleep(self.args.idle_warmup)
+                before, t0 = tree_cpu_seconds(os.getpid()), time.monotonic()
+                time.sleep(self.args.idle_seconds)
+                return (tree_cpu_seconds(os.getpid()) - before) / (time.monotonic() - t0)
+
+            result: float = self.run_feed(spark, db, db, measure)
+            return result
+        finally:
+            spark.stop()
 
     def close(self) -> None:
         self.stop.set()
@@ -303,6 +348,25 @@ class Bench:
         finally:
             spark.stop()
 
+    def idle(self, master: str) -> float:
+        """Cores used by an idle changefeed (nothing to replicate; a micro-batch every flush-interval advances the
+        checkpoint): driver with its puller thread, JVM and Python workers, after a minute of warm-up."""
+        db = "idle"
+        self.create_tables(db)
+        spark = build_session(master, "sparkcdc-bench")
+        try:
+
+            def measure(log: CheckpointLog) -> float:
+                time.sleep(self.args.idle_warmup)
+                before, t0 = tree_cpu_seconds(os.getpid()), time.monotonic()
+                time.sleep(self.args.idle_seconds)
+                return (tree_cpu_seconds(os.getpid()) - before) / (time.monotonic() - t0)
+
+            result: float = self.run_feed(spark, db, db, measure)
+            return result
+        finally:
+            spark.stop()
+
     def close(self) -> None:
         self.stop.set()
         self.thread.join(30)
@@ -320,6 +384,8 @@ def main() -> int:
     ap.add_argument("--latency-tps", type=float, default=20.0)
     ap.add_argument("--latency-seconds", type=float, default=20.0)
     ap.add_argument("--skip-latency", action="store_true")
+    ap.add_argument("--idle-warmup", type=float, default=60.0)
+    ap.add_argument("--idle-seconds", type=float, default=30.0)
     args = ap.parse_args()
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
@@ -345,6 +411,9 @@ def main() -> int:
                       f"{args.latency_tps:g} txn/s, {count} txns): p50 {p50:.2f}s p99 {p99:.2f}s; "
                       f"to the upstream clock after COMMIT (upper bound): p50 {b50:.2f}s p99 {b99:.2f}s",
                       flush=True)  # fmt: skip
+            if args.idle_seconds > 0:
+                print(f"idle changefeed (local[2], flush-interval 2s, {args.idle_seconds:g}s after "
+                      f"{args.idle_warmup:g}s of warm-up): {bench.idle('local[2]'):.2f} cores", flush=True)  # fmt: skip
         finally:
             bench.close()
     print(f"peak RSS (driver + JVM + Python workers): {rss.close() / 2**20:,.0f} MiB")
