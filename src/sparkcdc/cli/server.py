@@ -49,6 +49,35 @@ from sparkcdc.server.runner import RUNNERS
     "--tz", default="System", show_default=True, help="Time zone for TIMESTAMP values (System or an IANA name)."
 )
 @click.option(
+    "--gc-ttl",
+    type=click.IntRange(0),
+    default=86400,
+    show_default=True,
+    help="Seconds a stopped or failed changefeed keeps holding captured data; after that the relay log is "
+    "collected past its checkpoint and it can no longer be resumed.",
+)
+@click.option(
+    "--gc-interval",
+    type=click.FloatRange(0.05),
+    default=60.0,
+    hidden=True,
+    help="Seconds between GC safepoint updates (tests).",
+)
+@click.option(
+    "--gc-life-time",
+    type=click.FloatRange(0),
+    default=600.0,
+    hidden=True,
+    help="Seconds behind the current TSO never collected, like TiDB's tidb_gc_life_time (tests).",
+)
+@click.option(
+    "--relay-segment-bytes",
+    type=click.IntRange(1),
+    default=256 << 20,
+    hidden=True,
+    help="Size at which the relay log starts a new segment (tests).",
+)
+@click.option(
     "--status-interval",
     type=click.FloatRange(0.05, 60),
     default=0.5,
@@ -65,8 +94,13 @@ def server(
     runner: str,
     tz: str,
     status_interval: float,
+    gc_ttl: int,
+    gc_interval: float,
+    gc_life_time: float,
+    relay_segment_bytes: int,
 ) -> None:
     """Start a cdc server (one node owning every changefeed)."""
+    from sparkcdc.server.gc import GcPolicy
     from sparkcdc.server.process import ServerOptions, run_server
 
     run_server(
@@ -80,5 +114,7 @@ def server(
             runner=runner,
             poll_interval=status_interval,
             tz=tz,
+            gc=GcPolicy(ttl_s=gc_ttl, life_time_s=gc_life_time, interval_s=gc_interval),
+            relay_segment_bytes=relay_segment_bytes,
         )
     )

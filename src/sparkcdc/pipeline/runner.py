@@ -10,7 +10,13 @@ with heartbeats). Each running changefeed is one Structured Streaming query in t
 
 Restart rule: a requested ``checkpoint_ts`` inside ``[run start, committed checkpoint]`` (the server's stored
 checkpoint may lag after a crash) resumes the Spark checkpoint; anything else (resume with an overwritten
-checkpoint) starts a fresh Spark checkpoint at exactly that ts.
+checkpoint) starts a fresh Spark checkpoint at exactly that ts. So does a Spark checkpoint whose next batch
+may need relay data the GC already released.
+
+Relay log GC (``gc``): segments below the server's safepoint are deleted, but never below what a running query
+may still (re)plan: the start of its last committed batch (Spark replays that batch when it crashed before
+recording it done), or its run's start before any commit. The applied bound is kept in
+``<data-dir>/capture/gc_ts`` (written before any deletion) and ``oldest_retained_tso`` never goes below it.
 """
 
 from __future__ import annotations
@@ -29,6 +35,7 @@ from typing import Any
 from sparkcdc.errors import SparkcdcError, UpstreamError
 from sparkcdc.pipeline.progress import read_progress
 from sparkcdc.pipeline.query import stop_between_batches
+from sparkcdc.pipeline.relay_gc import collect_relay, read_gc_ts, replay_floor
 from sparkcdc.pipeline.spec import FeedSpec
 from sparkcdc.server.model import ChangefeedInfo, RunningError
 from sparkcdc.server.runner import ChangefeedRunner, RunnerContext, RunnerStatus
@@ -54,9 +61,10 @@ MAX_RESTARTS = 5
 class CaptureThread:
     """Runs the upstream's puller in the server process; restarts it after retryable failures."""
 
-    def __init__(self, upstream_uri: str, capture_dir: Path) -> None:
+    def __init__(self, upstream_uri: str, capture_dir: Path, segment_bytes: int = 256 << 20) -> None:
         self.args = parse_mysql_uri(upstream_uri)
         self.capture_dir = capture_dir
+        self.segment_bytes = segment_bytes
         self.stop_event = threading.Event()
         self.error: SparkcdcError | None = None
         self.warning: SparkcdcError | None = None
@@ -101,7 +109,7 @@ class CaptureThread:
         while not self.stop_event.is_set():
             puller = None
             try:
-                config = PullerConfig(data_dir=str(self.capture_dir), **self.args)
+                config = PullerConfig(data_dir=str(self.capture_dir), segment_bytes=self.segment_bytes, **self.args)
                 puller = Puller(config, StartPoint.now())
                 puller.run(self.stop_event)
                 self.warning = None
@@ -172,12 +180,13 @@ class SparkRunner:
         self._spark_ready = threading.Event()
         self.capture: CaptureThread | None = None
         self.bootstrap_ts = 0
+        self.gc_ts = read_gc_ts(self.capture_dir)
         if spark is None:
             threading.Thread(target=self._build_session, daemon=True, name="spark-session").start()
         else:
             self._spark_ready.set()
         if capture and ctx.upstream_uri:
-            self.capture = CaptureThread(ctx.upstream_uri, self.capture_dir)
+            self.capture = CaptureThread(ctx.upstream_uri, self.capture_dir, ctx.relay_segment_bytes)
             self.bootstrap_ts = self.capture.start()
 
     # -- session -------------------------------------------------------------------------------------
@@ -202,6 +211,13 @@ class SparkRunner:
     def start(self, info: ChangefeedInfo, checkpoint_ts: int) -> None:
         if self.capture is None:
             raise UpstreamError("cdc server has no --upstream; the Spark runner needs one to capture from")
+        if checkpoint_ts < self.gc_ts and not (info.target_ts and checkpoint_ts >= info.target_ts):
+            # the server refuses this on create/resume; never start a run that would silently skip data
+            raise SparkcdcError(
+                f"changefeed {info.namespace}/{info.id}: checkpoint-ts {checkpoint_ts} is below the relay log GC "
+                f"bound {self.gc_ts}; resume it with --overwrite-checkpoint-ts at or above that bound",
+                code="CDC:ErrStartTsBeforeGC",
+            )
         key = (info.namespace, info.id)
         state = self.ctx.changefeed_dir(info.namespace, info.id)
         state.mkdir(parents=True, exist_ok=True)
@@ -257,7 +273,10 @@ class SparkRunner:
         if spark_dir.exists() and run_start is not None and committed is not None and (
             run_start <= checkpoint_ts <= committed
         ):
-            return run_start
+            if replay_floor(progress, run_start) >= self.gc_ts:
+                return run_start
+            log.info("%s: the Spark checkpoint's next batch may need relay data below the GC bound %d; "
+                     "starting afresh at %d", state, self.gc_ts, checkpoint_ts)  # fmt: skip
         shutil.rmtree(spark_dir, ignore_errors=True)
         (state / "progress.json").unlink(missing_ok=True)
         run_file.write_text(json.dumps({"start_ts": checkpoint_ts}))
@@ -340,7 +359,18 @@ class SparkRunner:
         return max(self.upstream.current_tso(), self.bootstrap_ts)
 
     def oldest_retained_tso(self) -> int:
-        return max(self.upstream.oldest_retained_tso(), self.bootstrap_ts)
+        return max(self.upstream.oldest_retained_tso(), self.bootstrap_ts, self.gc_ts)
+
+    def gc(self, safepoint_ts: int) -> None:
+        """Delete relay segments below the safepoint, kept above every running query's replay floor."""
+        with self._lock:
+            feeds = list(self._feeds.values())
+        floors = [replay_floor(read_progress(f.spec.progress_path), f.spec.start_ts) for f in feeds]
+        bound = min([safepoint_ts, *floors])
+        if bound <= self.gc_ts or self.capture is None:
+            return
+        collect_relay(self.capture_dir, bound, safepoint_ts)
+        self.gc_ts = bound
 
     def close(self) -> None:
         with self._lock:

@@ -9,6 +9,11 @@ States and transitions (as TiCDC):
 * running --checkpoint reaches target-ts--> ``finished``
 * any --remove--> gone (``removed`` is never stored: the record is deleted, as TiCDC deletes its info)
 * update is allowed only when ``stopped`` or ``failed``.
+* a ``stopped``/``failed`` changefeed stopped longer than gc-ttl cannot resume at its checkpoint
+  (``CDC:ErrStartTsBeforeGC``); resuming with an overwritten checkpoint the runner still retains works.
+
+About once a minute the poller computes the service GC safepoint (``sparkcdc.server.gc``) and hands it to the
+runner, which deletes captured data below it.
 
 Every change is written to the MetaStore before it is reported; validation failures change nothing.
 """
@@ -17,12 +22,14 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable
+import time
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from sparkcdc import __version__
 from sparkcdc.errors import ConfigError, SparkcdcError
 from sparkcdc.server.config import ReplicaConfig
+from sparkcdc.server.gc import GcPolicy, gc_ttl_exceeded, safepoint, stopped_since
 from sparkcdc.server.model import (
     DEFAULT_NAMESPACE,
     ERR_API_INVALID_PARAM,
@@ -67,7 +74,10 @@ class CreateRequest:
 
 
 class ChangefeedManager:
-    """Owns every changefeed of this server. Thread-safe; call :meth:`start` once, :meth:`close` at exit."""
+    """Owns every changefeed of this server. Thread-safe; call :meth:`start` once, :meth:`close` at exit.
+
+    ``clock`` gives Unix seconds (stop times and gc-ttl); tests inject one.
+    """
 
     def __init__(
         self,
@@ -77,12 +87,17 @@ class ChangefeedManager:
         addr: str = "",
         upstream_id: int = 0,
         poll_interval: float = 0.5,
+        gc: GcPolicy | None = None,
+        clock: Callable[[], float] = time.time,
     ) -> None:
         self.store = store
         self.runner = runner
         self.addr = addr
         self.upstream_id = upstream_id
         self.poll_interval = poll_interval
+        self.gc_policy = gc or GcPolicy()
+        self.clock = clock
+        self._next_gc = 0.0  # time.monotonic() of the next safepoint update; the first poll does one
         self._lock = threading.RLock()
         self._stop = threading.Event()
         self._poller: threading.Thread | None = None
@@ -135,6 +150,12 @@ class ChangefeedManager:
                 self.poll_once()
             except Exception:
                 log.exception("changefeed status poll failed")
+            if time.monotonic() >= self._next_gc:
+                self._next_gc = time.monotonic() + self.gc_policy.interval_s
+                try:
+                    self.gc_once()
+                except Exception as e:  # an unreachable upstream: keep everything, retry next interval
+                    log.warning("updating the GC safepoint failed: %s", e)
 
     # -- queries ------------------------------------------------------------------------------------------
     def get(self, namespace: str, changefeed_id: str) -> tuple[ChangefeedInfo, ChangefeedStatus]:
@@ -205,7 +226,7 @@ class ChangefeedManager:
                 log.warning("cannot pause changefeed=%s in state %s; ignored", changefeed_id, info.state.value)
                 return
             self._stop_runner(info)
-            self.store.put_info(info.with_changes(state=FeedState.STOPPED))
+            self.store.put_info(info.with_changes(state=FeedState.STOPPED, stopped_at=self.clock()))
             log.info("paused changefeed=%s", changefeed_id)
 
     def resume(self, namespace: str, changefeed_id: str, overwrite_checkpoint_ts: int = 0) -> None:
@@ -225,7 +246,9 @@ class ChangefeedManager:
                 return
             if overwrite_checkpoint_ts:
                 status = ChangefeedStatus(overwrite_checkpoint_ts, overwrite_checkpoint_ts)
-            info = info.with_changes(state=FeedState.NORMAL, error=None)
+            else:
+                self._check_resumable(info, status)
+            info = info.with_changes(state=FeedState.NORMAL, error=None, stopped_at=0.0)
             self.store.put(info, status)
             log.info("resumed changefeed=%s checkpoint=%d", changefeed_id, status.checkpoint_ts)
             self._start_runner(info, status.checkpoint_ts)
@@ -283,6 +306,30 @@ class ChangefeedManager:
             log.info("removed changefeed=%s", changefeed_id)
             return deleted
 
+    # -- GC -----------------------------------------------------------------------------------------------
+    def gc_once(self) -> int:
+        """Compute the service GC safepoint and hand it to the runner; returns it. Raises UpstreamError when
+        the current TSO cannot be read (nothing is deleted then)."""
+        with self._lock:
+            point = safepoint(self.store.list(None), self.runner.current_tso(), self.clock(), self.gc_policy)
+            self.runner.gc(point)
+        log.debug("service GC safepoint %d", point)
+        return point
+
+    def _check_resumable(self, info: ChangefeedInfo, status: ChangefeedStatus) -> None:
+        """Resuming at the stored checkpoint needs its data: refuse a changefeed stopped longer than gc-ttl
+        (no longer counted in the safepoint, so its data may be gone) or one behind what the runner retains."""
+        if gc_ttl_exceeded(info, status, self.clock(), self.gc_policy):
+            stopped_for = self.clock() - stopped_since(info, status)
+            raise ConfigError(
+                f"fail to resume changefeed {info.id}: it has been {info.state.value} for {stopped_for:.0f}s, "
+                f"longer than gc-ttl {self.gc_policy.ttl_s:g}s, so its checkpoint-ts {status.checkpoint_ts} is no "
+                "longer protected from GC; resume it with --overwrite-checkpoint-ts at a retained ts, or remove it",
+                code=ERR_START_TS_BEFORE_GC,
+            )
+        if info.state != FeedState.FINISHED:
+            self._check_retained(status.checkpoint_ts)
+
     # -- progress -----------------------------------------------------------------------------------------
     def poll_once(self) -> None:
         """Pull the runner's status of every running changefeed and apply failed/finished transitions."""
@@ -302,7 +349,7 @@ class ChangefeedManager:
         if st.error is not None:
             log.error("changefeed=%s failed: [%s] %s", info.id, st.error.code, st.error.message)
             self._stop_runner(info)
-            self.store.put_info(info.with_changes(state=FeedState.FAILED, error=st.error))
+            self.store.put_info(info.with_changes(state=FeedState.FAILED, error=st.error, stopped_at=self.clock()))
             return
         checkpoint = max(status.checkpoint_ts, st.checkpoint_ts)
         if info.target_ts:  # a finished changefeed's checkpoint is its target-ts
@@ -336,7 +383,7 @@ class ChangefeedManager:
         except Exception as e:
             err = RunningError.from_exception(e, self.addr)
             log.error("changefeed=%s failed to start: [%s] %s", info.id, err.code, err.message)
-            failed = info.with_changes(state=FeedState.FAILED, error=err)
+            failed = info.with_changes(state=FeedState.FAILED, error=err, stopped_at=self.clock())
             self.store.put_info(failed)
             return failed
 

@@ -115,6 +115,7 @@ class ChangefeedInfo:
     create_time: str = field(default_factory=now_rfc3339)
     creator_version: str = ""
     upstream_id: int = 0
+    stopped_at: float = 0.0  # Unix seconds when it last became stopped/failed (gc-ttl); 0 while running
 
     def with_changes(self, **changes: Any) -> ChangefeedInfo:
         return replace(self, **changes)
@@ -142,6 +143,7 @@ class ChangefeedInfo:
             "create_time": self.create_time,
             "creator_version": self.creator_version,
             "upstream_id": self.upstream_id,
+            "stopped_at": self.stopped_at,
         }
 
     @classmethod
@@ -158,6 +160,7 @@ class ChangefeedInfo:
             create_time=rec.get("create_time", ""),
             creator_version=rec.get("creator_version", ""),
             upstream_id=int(rec.get("upstream_id", 0)),
+            stopped_at=float(rec.get("stopped_at", 0.0)),
         )
 
 

@@ -8,12 +8,13 @@ import os
 import signal
 import socket
 import zlib
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from sparkcdc.errors import ConfigError
 from sparkcdc.server.api import create_app
 from sparkcdc.server.changefeed import ChangefeedManager
+from sparkcdc.server.gc import GcPolicy
 from sparkcdc.server.runner import RunnerContext, create_runner
 from sparkcdc.server.sink_check import mask_sink_uri
 from sparkcdc.server.store import MetaStore
@@ -35,6 +36,8 @@ class ServerOptions:
     runner: str = "spark"
     poll_interval: float = 0.5
     tz: str = "System"
+    gc: GcPolicy = field(default_factory=GcPolicy)
+    relay_segment_bytes: int = 256 << 20
 
     def __repr__(self) -> str:
         up = mask_sink_uri(self.upstream) if self.upstream else None
@@ -135,10 +138,16 @@ def run_server(opts: ServerOptions) -> None:
         log_level=opts.log_level,
         server_addr=opts.addr,
         tz=tz,
+        relay_segment_bytes=opts.relay_segment_bytes,
     )
     runner = create_runner(opts.runner, ctx)
     manager = ChangefeedManager(
-        store, runner, addr=opts.addr, upstream_id=upstream_id(opts.upstream), poll_interval=opts.poll_interval
+        store,
+        runner,
+        addr=opts.addr,
+        upstream_id=upstream_id(opts.upstream),
+        poll_interval=opts.poll_interval,
+        gc=opts.gc,
     )
     # uvicorn re-raises SIGTERM after its graceful shutdown; turn it into SystemExit so the finally below
     # stops the changefeeds' pipelines instead of the process dying under them.

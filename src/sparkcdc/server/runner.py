@@ -32,6 +32,12 @@ Contract (the pipeline's runner must honour it):
 ``oldest_retained_tso() -> int``
     The smallest start-ts the upstream can still serve (the oldest retained binlog's first event as a TSO);
     a create with an older start-ts is refused with ``CDC:ErrStartTsBeforeGC``. 0 means "no limit".
+``gc(safepoint_ts)``
+    The server's service GC safepoint (``sparkcdc.server.gc``, about once a minute): no changefeed will
+    need data with commit-ts below it. Delete what the runner can of it, but nothing a running query may
+    still (re)read (its own committed progress bounds that, and the server's stored checkpoint can lag).
+    Afterwards ``oldest_retained_tso()`` is at least the bound applied, so older start-ts are refused. Quick;
+    never raises for a failed deletion (logged; the next call retries).
 ``close()``
     Server shutdown: stop everything, release sessions.
 
@@ -65,6 +71,7 @@ class RunnerContext:
     log_level: str = "info"
     server_addr: str = ""
     tz: str | None = None  # IANA zone for TIMESTAMP values (cdc server --tz); None = the system zone
+    relay_segment_bytes: int = 256 << 20  # where the capture's relay log rotates (small in tests)
 
     def changefeed_dir(self, namespace: str, changefeed_id: str) -> Path:
         """Where a runner keeps private state of one changefeed (Spark checkpoints, …)."""
@@ -95,6 +102,8 @@ class ChangefeedRunner(Protocol):
     def current_tso(self) -> int: ...
 
     def oldest_retained_tso(self) -> int: ...
+
+    def gc(self, safepoint_ts: int) -> None: ...
 
     def close(self) -> None: ...
 
@@ -137,6 +146,9 @@ class NoopRunner:
 
     def oldest_retained_tso(self) -> int:
         return self.upstream.oldest_retained_tso()
+
+    def gc(self, safepoint_ts: int) -> None:
+        return None  # it keeps no upstream data
 
     def close(self) -> None:
         with self._lock:

@@ -21,6 +21,7 @@ class FakeRunner:
         self.calls: list[tuple[str, str]] = []
         self.fail_start: SparkcdcError | None = None
         self.removed: list[str] = []
+        self.gc_calls: list[int] = []
         self.closed = False
 
     def start(self, info: ChangefeedInfo, checkpoint_ts: int) -> None:
@@ -47,6 +48,11 @@ class FakeRunner:
 
     def oldest_retained_tso(self) -> int:
         return self.oldest
+
+    def gc(self, safepoint_ts: int) -> None:
+        """Records the safepoint and, like a real runner, refuses older start-ts from then on."""
+        self.gc_calls.append(safepoint_ts)
+        self.oldest = max(self.oldest, safepoint_ts)
 
     def close(self) -> None:
         self.closed = True

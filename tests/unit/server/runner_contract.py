@@ -27,6 +27,8 @@ def check_runner_contract(runner: ChangefeedRunner, info: ChangefeedInfo) -> Non
     assert runner.status(info.namespace, info.id) is None
 
     runner.start(info, info.start_ts)  # start again after stop
+    runner.gc(oldest)  # the safepoint never asks for more than what is already refused
+    assert runner.oldest_retained_tso() >= oldest
     runner.stop(info.namespace, info.id)
     runner.remove(info)
     runner.close()
