@@ -42,11 +42,13 @@ def server_env(extra: dict[str, str] | None = None) -> dict[str, str]:
 
 
 class SparkServer:
-    """``cdc server`` with the Spark runner on a free port, a private data dir, and the given upstream."""
+    """``cdc server`` with the Spark runner on a free port, a private data dir, and the given upstream;
+    ``args`` are extra ``cdc server`` options."""
 
     def __init__(self, root: Path, upstream_port: int, spark_master: str = "local[2]",
-                 env: dict[str, str] | None = None) -> None:
+                 env: dict[str, str] | None = None, args: tuple[str, ...] = ()) -> None:
         self.root = root
+        self.args = args
         self.data_dir = root / "data"
         self.upstream = f"mysql://{CDC_USER}:{CDC_PASSWORD}@127.0.0.1:{upstream_port}"
         self.spark_master = spark_master
@@ -62,7 +64,7 @@ class SparkServer:
         self.proc = subprocess.Popen(
             [CDC, "server", "--addr", f"127.0.0.1:{self.port}", "--data-dir", str(self.data_dir), "--upstream",
              self.upstream, "--spark-master", self.spark_master, "--status-interval", "0.2", "--log-file",
-             str(self.root / "server.log")],
+             str(self.root / "server.log"), *self.args],
             stdout=log, stderr=log, env=self.env, start_new_session=True,
         )  # fmt: skip
         log.close()
