@@ -3,6 +3,7 @@ Spark (the session fixture is built by ``build_session``, as in ``cdc server``).
 
 from __future__ import annotations
 
+import threading
 from typing import Any
 
 import pytest
@@ -37,3 +38,29 @@ def test_streaming_checkpoints_skip_hadoop_shell_and_crc_files(spark: Any, tmp_p
     names = [p.name for p in (tmp_path / "ckpt").rglob("*")]
     assert "0" in names  # the offsets and commits logs were written
     assert not [n for n in names if n.endswith(".crc")]
+
+
+def test_concurrent_first_registrations_do_not_collide() -> None:
+    from pyspark.sql import SparkSession
+
+    from sparkcdc.pipeline import query
+
+    # a fresh session object of the same JVM session state: registering twice would raise ALREADY_EXISTS
+    active = SparkSession.getActiveSession()
+    assert active is not None
+    fresh = active.newSession()
+    errors: list[BaseException] = []
+
+    def go() -> None:
+        try:
+            query.register(fresh)
+        except BaseException as e:  # collected and asserted below
+            errors.append(e)
+
+    threads = [threading.Thread(target=go) for _ in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    assert errors == []
+    assert id(fresh) in query._REGISTERED
