@@ -48,34 +48,10 @@ from sparkcdc.pipeline.query import build_session, start_query, stop_between_bat
 from sparkcdc.pipeline.spec import FeedSpec
 
 
-def _tree_rss(root: int, exclude: int) -> int:
+def _tree_stats(root: int) -> list[tuple[int, str, list[str]]]:
+    """(pid, command name, /proc stat fields after the name) of ``root`` and all its descendants."""
     children: dict[int, list[int]] = {}
-    rss: dict[int, int] = {}
-    for d in os.listdir("/proc"):
-        if not d.isdigit():
-            continue
-        try:
-            with open(f"/proc/{d}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-            ppid, pages = int(fields[1]), int(fields[21])
-        except (OSError, IndexError, ValueError):
-            continue
-        children.setdefault(ppid, []).append(int(d))
-        rss[int(d)] = pages * os.sysconf("SC_PAGE_SIZE")
-    total, todo = 0, [root]
-    while todo:
-        p = todo.pop()
-        if p != exclude:
-            total += rss.get(p, 0)
-        todo.extend(children.get(p, []))
-    return total
-
-
-def tree_cpu_seconds(root: int, skip: str = "mariadbd") -> float:
-    """CPU seconds (user + system) used so far by ``root`` and its descendants, except processes named ``skip``."""
-    children: dict[int, list[int]] = {}
-    cpu: dict[int, float] = {}
-    tick = os.sysconf("SC_CLK_TCK")
+    stats: dict[int, tuple[str, list[str]]] = {}
     for d in os.listdir("/proc"):
         if not d.isdigit():
             continue
@@ -84,16 +60,27 @@ def tree_cpu_seconds(root: int, skip: str = "mariadbd") -> float:
                 head, tail = f.read().rsplit(")", 1)
             fields = tail.split()
             children.setdefault(int(fields[1]), []).append(int(d))
-            if not head.endswith(f"({skip}"):
-                cpu[int(d)] = (int(fields[11]) + int(fields[12])) / tick
         except (OSError, IndexError, ValueError):
             continue
-    total, todo = 0.0, [root]
+        stats[int(d)] = (head.split("(", 1)[-1], fields)
+    out, todo = [], [root]
     while todo:
         p = todo.pop()
-        total += cpu.get(p, 0.0)
+        if p in stats:
+            out.append((p, *stats[p]))
         todo.extend(children.get(p, []))
-    return total
+    return out
+
+
+def tree_cpu_seconds(root: int, skip: str = "mariadbd") -> float:
+    """CPU seconds (user + system) used so far by ``root`` and its descendants, except processes named ``skip``."""
+    tick = os.sysconf("SC_CLK_TCK")
+    return sum((int(f[11]) + int(f[12])) / tick for _pid, name, f in _tree_stats(root) if name != skip)
+
+
+def _tree_rss(root: int, exclude: int) -> int:
+    page = os.sysconf("SC_PAGE_SIZE")
+    return sum(int(f[21]) * page for pid, _name, f in _tree_stats(root) if pid != exclude)
 
 
 def _sample_rss(root: int, peak: Any, stop: Any) -> None:
@@ -157,25 +144,6 @@ class CheckpointLog:
             if ckpt >= ts:
                 return when
         return None
-
-    def idle(self, master: str) -> float:
-        """Cores used by an idle changefeed (nothing to replicate; a micro-batch every flush-interval advances the
-        checkpoint): driver with its puller thread, JVM and Python workers, after a minute of warm-up."""
-        db = "idle"
-        self.create_tables(db)
-        spark = build_session(master, "sparkcdc-bench")
-        try:
-
-            def measure(log: CheckpointLog) -> float:
-                time.sleep(self.args.idle_warmup)
-                before, t0 = tree_cpu_seconds(os.getpid()), time.monotonic()
-                time.sleep(self.args.idle_seconds)
-                return (tree_cpu_seconds(os.getpid()) - before) / (time.monotonic() - t0)
-
-            result: float = self.run_feed(spark, db, db, measure)
-            return result
-        finally:
-            spark.stop()
 
     def close(self) -> None:
         self.stop.set()

@@ -44,25 +44,35 @@ class PullerThread:
 
     def caught_up(self, timeout: float = 60) -> int:
         """Wait until the relay log holds everything the upstream has written so far; its resolved ts."""
-        file, pos = self.db.query("SHOW MASTER STATUS")[0][:2]
-        target = (file_seq(file), int(pos))
 
-        def done() -> bool:
+        def healthy() -> None:
             assert self.error is None, self.error
-            relay = RelayLog(self.data_dir)
-            try:
-                p = relay.progress()
-            finally:
-                relay.close()
-            return p is not None and (file_seq(p.binlog_file), p.binlog_pos) >= target
 
-        wait_for(done, timeout, "relay log to catch up")
+        wait_relay_caught_up(self.db, self.data_dir, healthy, timeout)
         return self.resolved_ts()
 
     def close(self) -> None:
         self.stop_event.set()
         self.thread.join(30)
         self.puller.close()
+
+
+def wait_relay_caught_up(db: FreshDatabase, capture_dir: Path, healthy: Callable[[], None], timeout: float) -> None:
+    """Wait until the relay log under ``capture_dir`` holds everything ``db``'s server has written so far;
+    ``healthy`` raises when the capture failed."""
+    file, pos = db.query("SHOW MASTER STATUS")[0][:2]
+    target = (file_seq(file), int(pos))
+
+    def done() -> bool:
+        healthy()
+        relay = RelayLog(capture_dir)
+        try:
+            p = relay.progress()
+        finally:
+            relay.close()
+        return p is not None and (file_seq(p.binlog_file), p.binlog_pos) >= target
+
+    wait_for(done, timeout, "relay log to catch up", 0.05)
 
 
 def wait_for(cond: Callable[[], Any], timeout: float, what: str, interval: float = 0.1) -> Any:

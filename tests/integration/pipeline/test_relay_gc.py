@@ -13,7 +13,6 @@ from typing import Any
 import pytest
 
 from sparkcdc.capture import RelayLog, SchemaHistory, decode_chunk
-from sparkcdc.capture.position import file_seq
 from sparkcdc.errors import SparkcdcError
 from sparkcdc.model import tso
 from sparkcdc.model.events import RowChange
@@ -24,7 +23,7 @@ from sparkcdc.server.config import ReplicaConfig
 from sparkcdc.server.model import ChangefeedInfo
 from sparkcdc.server.runner import RunnerContext
 from tests.fixtures.mariadb import FreshDatabase
-from tests.integration.pipeline.conftest import wait_for
+from tests.integration.pipeline.conftest import wait_for, wait_relay_caught_up
 from tests.integration.pipeline.replay import replay
 
 pytestmark = pytest.mark.integration
@@ -56,19 +55,11 @@ def insert(db: FreshDatabase, ids: range) -> None:
 
 def caught_up(db: FreshDatabase, runner: SparkRunner) -> int:
     """Wait until the runner's relay log holds everything written upstream so far; its resolved ts."""
-    file, pos = db.query("SHOW MASTER STATUS")[0][:2]
-    target = (file_seq(file), int(pos))
 
-    def done() -> bool:
+    def healthy() -> None:
         assert runner.capture is not None and runner.capture.error is None
-        relay = RelayLog(runner.capture_dir)
-        try:
-            p = relay.progress()
-        finally:
-            relay.close()
-        return p is not None and (file_seq(p.binlog_file), p.binlog_pos) >= target
 
-    wait_for(done, 60, "relay log to catch up", 0.05)
+    wait_relay_caught_up(db, runner.capture_dir, healthy, 60)
     assert runner.capture is not None
     return runner.capture.resolved_ts()
 

@@ -28,7 +28,7 @@ def test_the_jvm_runs_with_the_driver_options(spark: Any) -> None:
     assert any(a.startswith("-Dderby.system.home=") for a in args)  # the caller's options are kept beside ours
 
 
-def test_streaming_checkpoints_skip_hadoop_shell_and_crc_files(spark: Any, tmp_path: Any) -> None:
+def test_streaming_checkpoints_write_no_crc_files(spark: Any, tmp_path: Any) -> None:
     query = (
         spark.readStream.format("rate").option("rowsPerSecond", 1).load()
         .writeStream.format("noop").option("checkpointLocation", str(tmp_path / "ckpt"))
