@@ -31,30 +31,32 @@ TABLE = TableInfo(
 @pytest.mark.parametrize(
     ("options", "message"),
     [
-        ({"delimiter": ""}, "'delimiter' must be 1 to 3 bytes"),
-        ({"delimiter": "abcd"}, "'delimiter' must be 1 to 3 bytes"),
-        ({"delimiter": "，，"}, "'delimiter' must be 1 to 3 bytes"),  # 2 characters, 6 bytes
-        ({"delimiter": "a\nb"}, "'delimiter' must not contain CR or LF"),
-        ({"delimiter": "\r"}, "'delimiter' must not contain CR or LF"),
-        ({"quote": "ab"}, "'quote' must be empty or a single byte"),
-        ({"quote": "é"}, "'quote' must be empty or a single byte"),
-        ({"quote": "\n"}, "'quote' must not be CR or LF"),
-        ({"delimiter": '"'}, "'delimiter' ("),
-        ({"delimiter": "|'|", "quote": "'"}, "share a character"),
-        ({"delimiter": "\\", "quote": ""}, "must not contain a backslash when 'quote' is empty"),
-        ({"binary-encoding-method": "base32"}, "'binary-encoding-method' is 'base32'; use one of: base64, hex"),
-        ({"null": "a,b"}, "'null'"),
-        ({"null": "x\ny"}, "'null'"),
-        ({"include-commit-ts": "yes"}, "'include-commit-ts' must be true or false"),
-        ({"output-old-value": 1}, "'output-old-value' must be true or false"),
-        ({"delimiter": 5}, "'delimiter' must be a string"),
+        ({"delimiter": ""}, "csv config delimiter cannot be empty"),
+        ({"delimiter": "abcd"}, "csv config delimiter contains more than three characters"),
+        ({"delimiter": "，，"}, "csv config delimiter contains more than three characters"),  # 2 characters, 6 bytes
+        ({"delimiter": "a\nb"}, "csv config delimiter contains line break characters"),
+        ({"delimiter": "\r"}, "csv config delimiter contains line break characters"),
+        ({"quote": "ab"}, "csv config quote contains more than one character (quote 'ab')"),
+        ({"quote": "é"}, "csv config quote contains more than one character"),
+        ({"quote": "\n"}, "csv config quote cannot be line break character"),
+        ({"delimiter": '"'}, "csv config quote and delimiter has common characters which is not allowed"),
+        ({"delimiter": "|'|", "quote": "'"}, 'has common characters which is not allowed (delimiter "|\'|"'),
+        ({"delimiter": "\\", "quote": ""}, "must not contain a backslash when quote is empty"),
+        ({"binary-encoding-method": "base32"}, "binary-encoding-method can only be hex or base64 (binary-encoding"),
+        ({"null": "a,b"}, "csv config null 'a,b' must not contain"),
+        ({"null": "x\ny"}, "csv config null"),
+        ({"include-commit-ts": "yes"}, "csv config include-commit-ts must be true or false, got str 'yes'"),
+        ({"output-old-value": 1}, "csv config output-old-value must be true or false"),
+        ({"delimiter": 5}, "csv config delimiter must be a string, got int 5"),
         ({"frobnicate": True}, "unknown csv option 'frobnicate'; use one of: binary-encoding-method, delimiter"),
     ],
 )
 def test_bad_config(options: dict[str, Any], message: str) -> None:
+    """TiCDC's messages (``CSVConfig.validateAndAdjust``) and code, with the value given."""
     with pytest.raises(ConfigError) as err:
         CsvConfig.from_options(options)
     assert message in str(err.value)
+    assert err.value.code == "CDC:ErrSinkInvalidConfig"
     assert "\n" not in str(err.value)
 
 

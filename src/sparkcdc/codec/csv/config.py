@@ -13,6 +13,7 @@ from typing import Any, Final
 from sparkcdc.errors import ConfigError
 
 BINARY_ENCODING_METHODS: Final = ("base64", "hex")
+ERR_SINK_INVALID_CONFIG: Final = "CDC:ErrSinkInvalidConfig"
 
 # TiCDC option name -> dataclass field. Underscored spellings are accepted too (``include_commit_ts``).
 _KEYS: Final = {
@@ -27,6 +28,7 @@ _KEYS: Final = {
     "output-field-header": "output_field_header",
 }
 _BOOL_KEYS: Final = frozenset({"include-commit-ts", "output-old-value", "output-handle-key", "output-field-header"})
+_BOOL_FIELDS: Final = frozenset(_KEYS[k] for k in _BOOL_KEYS)
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,17 +60,18 @@ class CsvConfig:
         Booleans may be given as bool or as the strings ``true``/``false`` (URI and TOML style).
 
         Raises:
-            ConfigError: an unknown key, or a value outside what the key allows; the message names both.
+            ConfigError: ``CDC:ErrSinkInvalidConfig`` for an unknown key, or a value outside what the key allows;
+                the message names both.
         """
         values: dict[str, Any] = {}
         for raw_key, value in (options or {}).items():
             key = str(raw_key).strip().lower().replace("_", "-")
             if key not in _KEYS:
-                raise ConfigError(f"unknown csv option {raw_key!r}; use one of: {', '.join(sorted(_KEYS))}")
+                raise _invalid(f"unknown csv option {raw_key!r}; use one of: {', '.join(sorted(_KEYS))}")
             if key in _BOOL_KEYS:
                 value = _parse_bool(key, value)
             elif not isinstance(value, str):
-                raise ConfigError(f"csv option {key!r} must be a string, got {type(value).__name__}")
+                raise _invalid(f"csv config {key} must be a string, got {type(value).__name__} {value!r}")
             values[_KEYS[key]] = value
         if "binary_encoding_method" in values:
             values["binary_encoding_method"] = values["binary_encoding_method"].strip().lower()
@@ -79,34 +82,49 @@ class CsvConfig:
     def validate(self) -> None:
         """Check the settings (called by ``from_options``).
 
-        TiCDC's rules: quote is empty or one byte, not CR/LF; delimiter is 1-3 bytes without CR/LF and shares
-        no character with the quote; binary-encoding-method is base64 or hex. Added here because the output
-        would be unreadable: in escape mode the delimiter must not contain a backslash, and the null string
-        must not contain CR, LF, the delimiter or the quote.
+        TiCDC's rules, with TiCDC's messages and code: quote is empty or one byte, not CR/LF; delimiter is 1-3
+        bytes without CR/LF and shares no character with the quote; binary-encoding-method is base64 or hex.
+        Added here because the output would be unreadable: in escape mode the delimiter must not contain a
+        backslash, and the null string must not contain CR, LF, the delimiter or the quote.
 
         Raises:
-            ConfigError: naming the key and what it accepts.
+            ConfigError: ``CDC:ErrSinkInvalidConfig``, naming the option and the value given.
         """
-        quote_len = len(self.quote.encode("utf-8"))
-        if quote_len > 1:
-            raise ConfigError(f"csv option 'quote' must be empty or a single byte, got {self.quote!r}")
+        for f in fields(self):
+            value = getattr(self, f.name)
+            expected = bool if f.name in _BOOL_FIELDS else str
+            if not isinstance(value, expected):
+                name = f.name.replace("_", "-")
+                kind = "a string" if expected is str else "true or false"
+                raise _invalid(f"csv config {name} must be {kind}, got {type(value).__name__} {value!r}")
+        if len(self.quote.encode("utf-8")) > 1:
+            raise _invalid(f"csv config quote contains more than one character (quote {self.quote!r})")
         if self.quote in ("\r", "\n"):
-            raise ConfigError("csv option 'quote' must not be CR or LF")
+            raise _invalid(f"csv config quote cannot be line break character (quote {self.quote!r})")
         delim_len = len(self.delimiter.encode("utf-8"))
-        if not 1 <= delim_len <= 3:
-            raise ConfigError(f"csv option 'delimiter' must be 1 to 3 bytes, got {self.delimiter!r}")
+        if delim_len == 0:
+            raise _invalid("csv config delimiter cannot be empty")
+        if delim_len > 3:
+            raise _invalid(
+                "csv config delimiter contains more than three characters, note that escape sequences can only be "
+                f"used in double quotes in toml configuration items. (delimiter {self.delimiter!r})"
+            )
         if "\r" in self.delimiter or "\n" in self.delimiter:
-            raise ConfigError("csv option 'delimiter' must not contain CR or LF")
+            raise _invalid(f"csv config delimiter contains line break characters (delimiter {self.delimiter!r})")
         if self.quote and self.quote in self.delimiter:
-            raise ConfigError(
-                f"csv options 'delimiter' ({self.delimiter!r}) and 'quote' ({self.quote!r}) share a character"
+            raise _invalid(
+                "csv config quote and delimiter has common characters which is not allowed "
+                f"(delimiter {self.delimiter!r}, quote {self.quote!r})"
             )
         if not self.quote and "\\" in self.delimiter:
-            raise ConfigError("csv option 'delimiter' must not contain a backslash when 'quote' is empty")
+            raise _invalid(
+                f"csv config delimiter {self.delimiter!r} must not contain a backslash when quote is empty "
+                "(escape mode)"
+            )
         if self.binary_encoding_method not in BINARY_ENCODING_METHODS:
-            raise ConfigError(
-                f"csv option 'binary-encoding-method' is {self.binary_encoding_method!r}; "
-                f"use one of: {', '.join(BINARY_ENCODING_METHODS)}"
+            raise _invalid(
+                "csv config binary-encoding-method can only be hex or base64 "
+                f"(binary-encoding-method {self.binary_encoding_method!r})"
             )
         if (
             "\r" in self.null
@@ -114,12 +132,11 @@ class CsvConfig:
             or self.delimiter in self.null
             or (self.quote and self.quote in self.null)
         ):
-            raise ConfigError(f"csv option 'null' ({self.null!r}) must not contain CR, LF, the delimiter or the quote")
-        for f in fields(self):
-            value = getattr(self, f.name)
-            expected = bool if f.name in {_KEYS[k] for k in _BOOL_KEYS} else str
-            if not isinstance(value, expected):
-                raise ConfigError(f"csv option {f.name.replace('_', '-')!r} must be {expected.__name__}")
+            raise _invalid(f"csv config null {self.null!r} must not contain CR, LF, the delimiter or the quote")
+
+
+def _invalid(message: str) -> ConfigError:
+    return ConfigError(message, code=ERR_SINK_INVALID_CONFIG)
 
 
 def _parse_bool(key: str, value: Any) -> bool:
@@ -127,4 +144,4 @@ def _parse_bool(key: str, value: Any) -> bool:
         return value
     if isinstance(value, str) and value.strip().lower() in ("true", "false"):
         return value.strip().lower() == "true"
-    raise ConfigError(f"csv option {key!r} must be true or false, got {value!r}")
+    raise _invalid(f"csv config {key} must be true or false, got {type(value).__name__} {value!r}")
