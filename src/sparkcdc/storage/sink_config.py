@@ -3,7 +3,9 @@
 One validating constructor, :meth:`StorageSinkConfig.from_uri`, applies TiCDC's rules
 (``spec/storage-layout.md`` §9): URI parameters beat ``[sink.cloud-storage-config]``; numeric settings out of
 range are clamped with a WARNING naming the old and new value; malformed values and unknown keys are
-ConfigErrors naming the key and what is allowed. Secrets never appear in ``repr`` or errors.
+ConfigErrors naming the key and what is allowed; ``[sink.csv]`` is checked by the csv codec's own config
+(``CsvConfig``, TiCDC's ``CSVConfig.validateAndAdjust``) for every protocol, as TiCDC does. Secrets never appear
+in ``repr`` or errors.
 """
 
 from __future__ import annotations
@@ -14,6 +16,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from sparkcdc.codec.csv.config import CsvConfig
 from sparkcdc.errors import ConfigError
 from sparkcdc.storage.duration import MINUTE, SECOND, format_duration, parse_duration
 from sparkcdc.storage.sink_uri import SinkURI, mask_value
@@ -93,7 +96,7 @@ _SINK_TOML_KEYS = frozenset(
         "pulsar-config",
         "mysql-config",
         "cloud-storage-config",
-        "advance-timeout",
+        "advance-timeout-in-sec",
         "send-bootstrap-interval-in-sec",
         "send-bootstrap-in-msg-count",
         "send-bootstrap-to-all-partition",
@@ -263,6 +266,9 @@ class StorageSinkConfig:
         )
         if protocol == "csv" and values["delete_only_output_handle_key_columns"]:
             raise ConfigError("delete-only-output-handle-key-columns is not supported by protocol csv")
+        # TiCDC validates [sink.csv] for every storage sink, whatever the protocol; validating here means the
+        # server refuses at create what the csv encoder would refuse when the changefeed runs.
+        CsvConfig.from_options({**csv, "terminator": terminator})
         values["csv"] = MappingProxyType(dict(csv))
         values["backend"] = tuple((k, v) for k, v in parsed.params if k in BACKEND_PARAMS[parsed.scheme])
         if parsed.scheme == "s3" and "force-path-style" in p:

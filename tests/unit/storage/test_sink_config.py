@@ -110,6 +110,32 @@ def test_toml_layout_options_and_csv_passthrough() -> None:
     assert canal.encoder_options()["enable-tidb-extension"] is True
 
 
+@pytest.mark.parametrize("protocol", ["csv", "canal-json"])
+@pytest.mark.parametrize(
+    ("csv", "message"),
+    [
+        ({"delimiter": ""}, "csv config delimiter cannot be empty"),
+        ({"delimiter": "abcd"}, "csv config delimiter contains more than three characters"),
+        ({"quote": "ab"}, "csv config quote contains more than one character"),
+        ({"delimiter": "'", "quote": "'"}, "csv config quote and delimiter has common characters"),
+        ({"binary-encoding-method": "bad"}, "csv config binary-encoding-method can only be hex or base64"),
+        ({"delimiter": 5}, "csv config delimiter must be a string"),
+    ],
+)
+def test_csv_table_is_validated_for_every_protocol(protocol: str, csv: dict[str, Any], message: str) -> None:
+    """TiCDC checks [sink.csv] for any storage sink; checking it here (not when the encoder is built) is what
+    makes the server refuse it at create instead of the changefeed failing when it runs."""
+    with pytest.raises(ConfigError, match=re.escape(message)) as e:
+        StorageSinkConfig.from_uri(f"file:///tmp/x?protocol={protocol}", {"sink": {"csv": csv}})
+    assert e.value.code == "CDC:ErrSinkInvalidConfig"
+
+
+def test_advance_timeout_has_ticdc_toml_name() -> None:
+    StorageSinkConfig.from_uri("file:///tmp/x?protocol=csv", {"sink": {"advance-timeout-in-sec": 150}})
+    with pytest.raises(ConfigError, match="unknown key 'advance-timeout' in \\[sink\\]"):
+        StorageSinkConfig.from_uri("file:///tmp/x?protocol=csv", {"sink": {"advance-timeout": 150}})
+
+
 @pytest.mark.parametrize("digits", [0, 5, 21, -3])
 def test_file_index_digit_out_of_range_becomes_20(digits: int) -> None:
     cfg = StorageSinkConfig.from_uri("gcs://bkt/p?protocol=csv", {"sink": {"file-index-digit": digits}})
