@@ -201,6 +201,7 @@ class ChangefeedManager:
                     code=ERR_TARGET_TS_BEFORE_START_TS,
                 )
             validate_sink(req.sink_uri, config)
+            config.validate()
             config = with_uri_protocol(req.sink_uri, config)
             info = ChangefeedInfo(
                 id=cf_id,
@@ -262,7 +263,10 @@ class ChangefeedManager:
         sink_uri: str = "",
         config: ReplicaConfig | None = None,
     ) -> tuple[ChangefeedInfo, ChangefeedStatus]:
-        """Change target-ts, sink URI and/or config of a stopped or failed changefeed."""
+        """Change target-ts, sink URI and/or config of a stopped or failed changefeed.
+
+        The result passes the same checks as a create. Raises ConfigError (nothing changed) when refused.
+        """
         validate_changefeed_id(changefeed_id)
         with self._lock:
             info, status = self.store.get(namespace, changefeed_id)
@@ -284,6 +288,7 @@ class ChangefeedManager:
             if config is not None:
                 new = new.with_changes(config=config)
             validate_sink(new.sink_uri, new.config)
+            new.config.validate()
             new = new.with_changes(config=with_uri_protocol(new.sink_uri, new.config))
             self.store.put_info(new)
             log.info("updated changefeed=%s", changefeed_id)

@@ -1,15 +1,20 @@
 """The changefeed configuration file (``cdc cli changefeed create --config cf.toml``): TiCDC's ReplicaConfig.
 
 The canonical form is the TOML document with TiCDC's kebab-case keys (``case-sensitive``, ``[filter] rules``,
-``[sink] date-separator`` …). :meth:`ReplicaConfig.from_toml` checks every key we know and rejects unknown ones
-by name; the ``[sink]`` table is validated together with the sink URI by the storage sink's own config
-(``sparkcdc.storage.sink_config``), see :func:`validate_sink`. The Open API carries the same data as TiCDC's
-snake_case JSON (``replica_config``); :meth:`ReplicaConfig.to_api` / :meth:`ReplicaConfig.from_api` convert.
+``[sink] date-separator`` …). :meth:`ReplicaConfig.from_toml` checks the form: every key we know, types, and
+unknown keys rejected by name. :meth:`ReplicaConfig.validate` applies TiCDC's ``ValidateAndAdjust`` rules
+between values (durations, sync point); the changefeed manager calls it on create and update, not on reading
+the metadata store, so a rule added later never makes a stored changefeed unreadable. The ``[sink]`` table is
+validated together with the sink URI by the storage sink's own config (``sparkcdc.storage.sink_config``), see
+``sparkcdc.server.sink_check.validate_sink``. The Open API carries the same data as TiCDC's snake_case JSON
+(``replica_config``); :meth:`ReplicaConfig.to_api` / :meth:`ReplicaConfig.from_api` convert, and
+``from_api(to_api(c)) == c`` and ``from_toml(to_toml(c)) == c`` hold for every config ``from_toml`` accepts
+(what a GET returns, a PUT takes back unchanged).
 """
 
 from __future__ import annotations
 
-import re
+import math
 import tomllib
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -20,12 +25,17 @@ from typing import Any
 from sparkcdc.errors import ConfigError
 from sparkcdc.filter.event_filter import EventFilter, EventFilterRule
 from sparkcdc.filter.table_filter import TableFilter
+from sparkcdc.storage import duration as go_duration
 
 ERR_REPLICA_CONFIG = "CDC:ErrInvalidReplicaConfig"
 
 DEFAULT_MEMORY_QUOTA = 1024 * 1024 * 1024
-_NS = {"ns": 1, "us": 1_000, "µs": 1_000, "ms": 1_000_000, "s": 10**9, "m": 60 * 10**9, "h": 3600 * 10**9}
-_DURATION = re.compile(r"(\d+(?:\.\d*)?|\.\d+)(ns|us|µs|ms|s|m|h)")
+# TiCDC's lower bounds (pkg/config/replica_config.go); the sync point ones apply when enable-sync-point is on.
+MIN_SYNC_POINT_INTERVAL_NS = 30 * 10**9
+MIN_SYNC_POINT_RETENTION_NS = 3600 * 10**9
+MIN_CHANGEFEED_ERROR_STUCK_DURATION_NS = 30 * 60 * 10**9
+_INT64 = 1 << 63
+_UINT64 = 1 << 64
 
 # Top-level keys: name -> (kind, default). Tables are handled separately.
 _SCALARS: dict[str, tuple[type, Any]] = {
@@ -75,33 +85,23 @@ _FROM_API_RENAMES = {v: k for k, v in _TO_API_RENAMES.items()}
 
 
 def parse_duration(text: str, where: str) -> int:
-    """Go ``time.ParseDuration`` subset (``10m``, ``1h30m``, ``1.5s``) in nanoseconds. Raises ConfigError."""
-    pos = 0
-    total = 0.0
-    for m in _DURATION.finditer(text):
-        if m.start() != pos:
-            break
-        total += float(m.group(1)) * _NS[m.group(2)]
-        pos = m.end()
-    if pos != len(text) or not text:
+    """Go ``time.ParseDuration`` (``10m``, ``1h30m``, ``1.5s``, ``-5s``, ``0``) in nanoseconds.
+
+    Raises ConfigError (``CDC:ErrInvalidReplicaConfig``) naming ``where``.
+    """
+    try:
+        return go_duration.parse_duration(text, key=where)
+    except ConfigError as e:
+        problem = "overflows a Go duration (int64)" if "overflows" in e.message else "is not a Go duration"
         raise ConfigError(
-            f"{where}: invalid duration {text!r}; use Go syntax such as 10m or 1h30m", code=ERR_REPLICA_CONFIG
-        )
-    return int(total)
+            f"{where}: invalid duration {text!r}: {problem}; use Go syntax such as 10m or 1h30m",
+            code=ERR_REPLICA_CONFIG,
+        ) from e
 
 
 def format_duration(ns: int) -> str:
-    """Go ``Duration.String`` for whole seconds and above (``10m0s``, ``24h0m0s``); smaller units as ``Nms``."""
-    if ns % 10**9:
-        return f"{ns / 1_000_000:g}ms"
-    s = ns // 10**9
-    h, rem = divmod(s, 3600)
-    m, sec = divmod(rem, 60)
-    if h:
-        return f"{h}h{m}m{sec}s"
-    if m:
-        return f"{m}m{sec}s"
-    return f"{sec}s"
+    """Go ``Duration.String`` (``10m0s``, ``1.5s``, ``250ms``, ``-10m0s``): exact, so it parses back to ``ns``."""
+    return go_duration.format_duration(ns)
 
 
 def read_toml_file(path: str | Path) -> dict[str, Any]:
@@ -146,6 +146,29 @@ def _check_keys(table: Mapping[str, Any], allowed: frozenset[str], where: str) -
                 f"unknown configuration option {where}{key!r}; allowed: {', '.join(sorted(allowed))}",
                 code=ERR_REPLICA_CONFIG,
             )
+
+
+def _check_portable(value: Any, where: str) -> None:
+    """Refuse what would not come back the same from a GET: a key with ``_`` (TiCDC's TOML keys are
+    kebab-case and the Open API spells every ``-`` as ``_``, so it would return under another name), and a
+    value JSON cannot carry (TOML dates and times, NaN, infinity)."""
+    if isinstance(value, Mapping):
+        for key, item in value.items():
+            if "_" in str(key):
+                raise ConfigError(
+                    f"unknown configuration option {where}.{key!r}; TiCDC's keys are kebab-case "
+                    f"({str(key).replace('_', '-')!r})",
+                    code=ERR_REPLICA_CONFIG,
+                )
+            _check_portable(item, f"{where}.{key}")
+    elif isinstance(value, list | tuple):
+        for i, item in enumerate(value):
+            _check_portable(item, f"{where}[{i}]")
+    elif not isinstance(value, str | int | float) or (isinstance(value, float) and not math.isfinite(value)):
+        raise ConfigError(
+            f"{where}: {value!r} is not a configuration value; use a string, number, boolean, array or table",
+            code=ERR_REPLICA_CONFIG,
+        )
 
 
 def _table(doc: Mapping[str, Any], key: str, where: str) -> Mapping[str, Any]:
@@ -237,14 +260,16 @@ class ReplicaConfig:
         for key, (kind, _) in _SCALARS.items():
             if key in doc:
                 values[key.replace("-", "_")] = _check_type(doc[key], kind, key)
-        if values.get("memory_quota", 1) <= 0:
-            raise ConfigError("memory-quota: must be greater than 0", code=ERR_REPLICA_CONFIG)
+        if not 0 < values.get("memory_quota", 1) < _UINT64:
+            raise ConfigError("memory-quota: must be greater than 0 and fit in 64 bits", code=ERR_REPLICA_CONFIG)
         for key in _DURATIONS:
             if key in doc:
                 raw = doc[key]
                 ns = raw if isinstance(raw, int) and not isinstance(raw, bool) else None
                 if ns is None:
                     ns = parse_duration(_check_type(raw, str, key), key)
+                elif not abs(ns) < _INT64:
+                    raise ConfigError(f"{key}: {ns} ns overflows a Go duration (int64)", code=ERR_REPLICA_CONFIG)
                 values[key.replace("-", "_") + "_ns"] = ns
 
         flt = _table(doc, "filter", "")
@@ -255,8 +280,12 @@ class ReplicaConfig:
         case_sensitive = bool(values.get("case_sensitive", False))
         TableFilter.parse(rules, case_sensitive=case_sensitive)  # raises CDC:ErrFilterRuleInvalid
         start_ts = flt.get("ignore-txn-start-ts", [])
-        if not isinstance(start_ts, list) or not all(isinstance(t, int) and not isinstance(t, bool) for t in start_ts):
-            raise ConfigError("filter.ignore-txn-start-ts: must be a list of integers", code=ERR_REPLICA_CONFIG)
+        if not isinstance(start_ts, list) or not all(
+            isinstance(t, int) and not isinstance(t, bool) and 0 <= t < _UINT64 for t in start_ts
+        ):
+            raise ConfigError(
+                "filter.ignore-txn-start-ts: must be a list of non-negative integers (TSOs)", code=ERR_REPLICA_CONFIG
+            )
         raw_events = flt.get("event-filters", [])
         if not isinstance(raw_events, list):
             raise ConfigError("filter.event-filters: must be an array of tables", code=ERR_REPLICA_CONFIG)
@@ -269,15 +298,54 @@ class ReplicaConfig:
             values["mounter_worker_num"] = _check_type(mounter["worker-num"], int, "mounter.worker-num")
 
         sink = _table(doc, "sink", "")
+        _check_portable(sink, "sink")
         values["sink"] = _freeze(sink)
         sections: dict[str, Any] = {}
         for name, allowed in _PASSTHROUGH.items():
             table = _table(doc, name, "")
             _check_keys(table, allowed, f"{name}.")
+            _check_portable(table, name)
             if table:
                 sections[name] = table
         values["sections"] = _freeze(sections)
         return cls(**values)
+
+    def validate(self) -> None:
+        """TiCDC's ``ReplicaConfig.ValidateAndAdjust`` rules between values, run on create and update.
+
+        A negative duration is refused always (Go would take it; it means nothing). With enable-sync-point,
+        sync-point-interval must be at least 30s and sync-point-retention at least 1h; changefeed-error-stuck-
+        duration must be at least 30m. Raises ConfigError (``CDC:ErrInvalidReplicaConfig``, TiCDC's wording).
+        """
+        for key in _DURATIONS:
+            ns = getattr(self, key.replace("-", "_") + "_ns")
+            if ns < 0:
+                raise ConfigError(
+                    f"invalid replica config, {key} {format_duration(ns)} is negative; "
+                    "use a positive Go duration such as 10m",
+                    code=ERR_REPLICA_CONFIG,
+                )
+        if self.enable_sync_point:
+            if self.sync_point_interval_ns < MIN_SYNC_POINT_INTERVAL_NS:
+                raise ConfigError(
+                    f"invalid replica config, The SyncPointInterval:{format_duration(self.sync_point_interval_ns)} "
+                    f"must be larger than {format_duration(MIN_SYNC_POINT_INTERVAL_NS)}",
+                    code=ERR_REPLICA_CONFIG,
+                )
+            if self.sync_point_retention_ns < MIN_SYNC_POINT_RETENTION_NS:
+                raise ConfigError(
+                    "invalid replica config, The SyncPointRetention:"
+                    f"{format_duration(self.sync_point_retention_ns)} must be larger than "
+                    f"{format_duration(MIN_SYNC_POINT_RETENTION_NS)}",
+                    code=ERR_REPLICA_CONFIG,
+                )
+        if self.changefeed_error_stuck_duration_ns < MIN_CHANGEFEED_ERROR_STUCK_DURATION_NS:
+            raise ConfigError(
+                "invalid replica config, The ChangefeedErrorStuckDuration:"
+                f"{self.changefeed_error_stuck_duration_ns / 1e9:f} must be larger than "
+                f"{MIN_CHANGEFEED_ERROR_STUCK_DURATION_NS / 1e9:f} Seconds",
+                code=ERR_REPLICA_CONFIG,
+            )
 
     # -- derived objects ----------------------------------------------------------------------------------
     def table_filter(self) -> TableFilter:
@@ -344,19 +412,22 @@ class ReplicaConfig:
             return cls()
         if not isinstance(api, Mapping):
             raise ConfigError("replica_config must be a JSON object", code=ERR_REPLICA_CONFIG)
-        doc = _keys_from_api(dict(api))
-        # JSON null means "not set" in TiCDC's API
-        doc = {k: v for k, v in doc.items() if v is not None}
-        flt = doc.get("filter")
-        if isinstance(flt, dict):
-            doc["filter"] = {k: v for k, v in flt.items() if v is not None}
-        return cls.from_toml(doc)
+        # JSON null means "not set" in TiCDC's API (Go nil pointers), at any depth
+        return cls.from_toml(_drop_nulls(_keys_from_api(dict(api))))
 
 
 def _replace(cfg: ReplicaConfig, **changes: Any) -> ReplicaConfig:
     from dataclasses import replace
 
     return replace(cfg, **changes)
+
+
+def _drop_nulls(value: Any) -> Any:
+    if isinstance(value, dict):
+        return {k: _drop_nulls(v) for k, v in value.items() if v is not None}
+    if isinstance(value, list):
+        return [_drop_nulls(v) for v in value]
+    return value
 
 
 def _keys_to_api(value: Any) -> Any:

@@ -13,7 +13,9 @@ from fastapi import FastAPI
 
 from sparkcdc.server.api import create_app
 from sparkcdc.server.changefeed import ChangefeedManager
+from sparkcdc.server.config import ReplicaConfig
 from sparkcdc.server.store import MetaStore
+from tests.fixtures.replica_configs import REFUSED, REPRESENTATIVE_TOML, Refused
 from tests.unit.server.fakes import NOW, FakeRunner
 
 SECRET_SINK = "s3://bucket/prefix?protocol=canal-json&access-key=AKIA&secret-access-key=TOPSECRET"
@@ -153,3 +155,42 @@ def test_secret_not_in_error(client: ASGIClient) -> None:
     r = client.post("/api/v2/changefeeds", json={"sink_uri": "s3://b/p?protocol=nope&secret-access-key=TOPSECRET"})
     assert r.status_code == 400
     assert "TOPSECRET" not in r.text
+
+
+API_REFUSED = [c for c in REFUSED if c.api is not None]
+
+
+@pytest.mark.parametrize("case", API_REFUSED, ids=[c.id for c in API_REFUSED])
+def test_create_and_update_refuse_bad_replica_config(client: ASGIClient, case: Refused) -> None:
+    """One TiCDC error body (400, code, message) at create and at update; nothing created or changed."""
+    sink_uri = "file:///tmp/s?protocol=csv"
+    r = client.post(
+        "/api/v2/changefeeds", json={"changefeed_id": "bad", "sink_uri": sink_uri, "replica_config": case.api}
+    )
+    assert r.status_code == 400, r.text
+    err = r.json()
+    assert list(err) == ["error_msg", "error_code"] and err["error_code"] == case.code
+    assert err["error_msg"].startswith(f"[{case.code}]") and case.fragment in err["error_msg"]
+    assert "\n" not in err["error_msg"]
+    assert client.get("/api/v2/changefeeds").json()["total"] == 0
+
+    assert client.post("/api/v2/changefeeds", json={"changefeed_id": "cf1", "sink_uri": sink_uri}).status_code == 200
+    client.post("/api/v2/changefeeds/cf1/pause")
+    before = client.get("/api/v2/changefeeds/cf1").json()
+    r = client.put("/api/v2/changefeeds/cf1", json={"replica_config": case.api})
+    assert r.status_code == 400 and r.json()["error_code"] == case.code
+    assert case.fragment in r.json()["error_msg"]
+    assert client.get("/api/v2/changefeeds/cf1").json() == before
+
+
+def test_get_then_put_back_is_accepted_and_unchanged(client: ASGIClient) -> None:
+    config = ReplicaConfig.from_toml_text(REPRESENTATIVE_TOML).to_api()
+    body = {"changefeed_id": "cf1", "sink_uri": SECRET_SINK.replace("canal-json", "csv"), "replica_config": config}
+    assert client.post("/api/v2/changefeeds", json=body).status_code == 200
+    client.post("/api/v2/changefeeds/cf1/pause")
+    got = client.get("/api/v2/changefeeds/cf1").json()
+    assert got["config"]["sync_point_interval"] == 90 * 10**9
+    assert got["config"]["sink"]["csv"]["delimiter"] == "|;"
+    r = client.put("/api/v2/changefeeds/cf1", json={"sink_uri": got["sink_uri"], "replica_config": got["config"]})
+    assert r.status_code == 200, r.text
+    assert client.get("/api/v2/changefeeds/cf1").json() == got  # the stored secret is kept: see test_changefeed

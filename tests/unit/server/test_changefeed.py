@@ -11,6 +11,7 @@ from sparkcdc.server.changefeed import ChangefeedManager, CreateRequest, states_
 from sparkcdc.server.config import ReplicaConfig
 from sparkcdc.server.model import ChangefeedInfo, FeedState, RunningError
 from sparkcdc.server.store import MetaStore
+from tests.fixtures.replica_configs import REFUSED
 from tests.unit.server.fakes import NOW, OLDEST, SINK, FakeRunner
 
 
@@ -177,6 +178,17 @@ def test_update_only_when_stopped(mgr: ChangefeedManager) -> None:
     with pytest.raises(ConfigError):
         mgr.update("default", "cf1", sink_uri="ftp://x/y")
     assert mgr.get("default", "cf1")[0].sink_uri == "file:///tmp/new?protocol=csv"
+
+
+def test_update_refuses_what_create_refuses(mgr: ChangefeedManager) -> None:
+    create(mgr)
+    mgr.pause("default", "cf1")
+    before = mgr.get("default", "cf1")[0]
+    for case in REFUSED:
+        with pytest.raises(ConfigError) as e:
+            mgr.update("default", "cf1", config=ReplicaConfig.from_toml_text(case.toml))
+        assert e.value.code == case.code and case.fragment in e.value.message, case.id
+    assert mgr.get("default", "cf1")[0] == before
 
 
 def test_resume_overwrite_checkpoint(mgr: ChangefeedManager, runner: FakeRunner) -> None:

@@ -106,7 +106,7 @@ def test_sink_is_read_only() -> None:
         ("sync-point-interval = '10 minutes'", "sync-point-interval: invalid duration"),
         ("[filter]\nrules = 'a.*'", "filter.rules: must be a list of strings"),
         ("[filter]\nrules = ['a']", "wrong table pattern"),
-        ("[filter]\nignore-txn-start-ts = ['x']", "must be a list of integers"),
+        ("[filter]\nignore-txn-start-ts = ['x']", "must be a list of non-negative integers"),
         ("filter = 3", "filter: must be a table"),
         ("[[filter.event-filters]]\nmatcher = ['a.*']\nignore-event = ['nope']", "invalid ignore event type 'nope'"),
         ("[[filter.event-filters]]\nmatcher = ['a.*']\nfoo = 1", "filter.event-filters[0]: unknown key 'foo'"),
