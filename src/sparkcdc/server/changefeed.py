@@ -265,7 +265,9 @@ class ChangefeedManager:
     ) -> tuple[ChangefeedInfo, ChangefeedStatus]:
         """Change target-ts, sink URI and/or config of a stopped or failed changefeed.
 
-        The result passes the same checks as a create. Raises ConfigError (nothing changed) when refused.
+        What a GET returned is accepted back unchanged: a sink URI equal to the masked form of the stored one
+        keeps the stored one (its secrets), and the config passes the same checks as at create. Raises
+        ConfigError (nothing changed) when the new settings are refused.
         """
         validate_changefeed_id(changefeed_id)
         with self._lock:
@@ -283,7 +285,10 @@ class ChangefeedManager:
                         code=ERR_UPDATE_REFUSED,
                     )
                 new = new.with_changes(target_ts=target_ts)
-            if sink_uri:
+            if sink_uri and sink_uri != info.sink_uri and sink_uri == mask_sink_uri(info.sink_uri):
+                # the masked URI a GET returned, sent back: keep the stored secrets rather than store "xxxxx"
+                log.info("changefeed=%s: sink URI given in masked form; keeping the stored one", changefeed_id)
+            elif sink_uri:
                 new = new.with_changes(sink_uri=sink_uri)
             if config is not None:
                 new = new.with_changes(config=config)

@@ -10,6 +10,7 @@ from sparkcdc.errors import ConfigError, UpstreamError
 from sparkcdc.server.changefeed import ChangefeedManager, CreateRequest, states_needed
 from sparkcdc.server.config import ReplicaConfig
 from sparkcdc.server.model import ChangefeedInfo, FeedState, RunningError
+from sparkcdc.server.sink_check import mask_sink_uri
 from sparkcdc.server.store import MetaStore
 from tests.fixtures.replica_configs import REFUSED
 from tests.unit.server.fakes import NOW, OLDEST, SINK, FakeRunner
@@ -189,6 +190,19 @@ def test_update_refuses_what_create_refuses(mgr: ChangefeedManager) -> None:
             mgr.update("default", "cf1", config=ReplicaConfig.from_toml_text(case.toml))
         assert e.value.code == case.code and case.fragment in e.value.message, case.id
     assert mgr.get("default", "cf1")[0] == before
+
+
+def test_update_with_the_masked_sink_uri_keeps_the_secret(mgr: ChangefeedManager) -> None:
+    """A GET shows the sink URI masked; sending it back unchanged must not store 'xxxxx' as the secret."""
+    secret = "s3://bkt/p?protocol=csv&access-key=AK&secret-access-key=TOPSECRET"
+    create(mgr, sink_uri=secret)
+    mgr.pause("default", "cf1")
+    masked = mask_sink_uri(secret)
+    assert "TOPSECRET" not in masked
+    info, _ = mgr.update("default", "cf1", sink_uri=masked, config=mgr.get("default", "cf1")[0].config)
+    assert info.sink_uri == secret and mgr.get("default", "cf1")[0].sink_uri == secret
+    other = "s3://bkt/p?protocol=csv&access-key=AK&secret-access-key=NEW"
+    assert mgr.update("default", "cf1", sink_uri=other)[0].sink_uri == other
 
 
 def test_resume_overwrite_checkpoint(mgr: ChangefeedManager, runner: FakeRunner) -> None:
