@@ -10,6 +10,7 @@ import json
 import os
 import signal
 import socket
+import sqlite3
 import subprocess
 import sys
 import time
@@ -19,6 +20,8 @@ from typing import Any
 
 import httpx
 import pytest
+
+from tests.fixtures.replica_configs import REFUSED, REPRESENTATIVE_TOML
 
 pytestmark = pytest.mark.e2e
 
@@ -329,3 +332,91 @@ def test_server_refuses_busy_port_and_shared_data_dir(server: CdcServer, tmp_pat
     one_error(run("--addr", "nowhere", "--data-dir", str(other)), "invalid --addr")
     one_error(run("--upstream", "ftp://h", "--data-dir", str(other)), "invalid upstream URI")
     assert server.api("/changefeeds") == {"total": 0, "items": []}
+
+
+SECRET_S3_SINK = "s3://bkt/prefix?protocol=csv&endpoint=http://127.0.0.1:9&access-key=AK&secret-access-key=TOPSECRET"
+
+
+def _put(server: CdcServer, cf: str, body: dict[str, Any]) -> httpx.Response:
+    return httpx.put(f"{server.url}/api/v2/changefeeds/{cf}", json=body, timeout=10)
+
+
+def _stored_sink_uri(server: CdcServer, cf: str) -> str:
+    """The unmasked sink URI in the server's metadata store (no API shows it)."""
+    with sqlite3.connect(server.data_dir / "meta.sqlite3") as conn:
+        (info,) = conn.execute("SELECT info FROM changefeed WHERE id = ?", (cf,)).fetchone()
+    return str(json.loads(info)["sink_uri"])
+
+
+def test_refused_replica_configs(server: CdcServer, tmp_path: Path) -> None:
+    """Each input TiCDC refuses at create: one `Error:` line from `cdc cli changefeed create|update` and a 400
+    TiCDC error body from the Open API, at create and at update; nothing created or changed."""
+    base = tmp_path / "base.toml"
+    base.write_text(REPRESENTATIVE_TOML)
+    assert (
+        server.cli("create", "-c", "base", "--sink-uri", sink(tmp_path, "csv"), "--config", str(base)).returncode == 0
+    )
+    assert server.cli("pause", "-c", "base").returncode == 0
+    before = server.api("/changefeeds/base")
+    bad = tmp_path / "bad.toml"
+    for case in REFUSED:
+        bad.write_text(case.toml)
+        r = server.cli("create", "-c", "bad", "--sink-uri", sink(tmp_path, "csv"), "--config", str(bad))
+        one_error(r, case.fragment)
+        assert f"[{case.code}]" in r.stderr, (case.id, r.stderr)
+        r = server.cli("update", "-c", "base", "--config", str(bad), "--no-confirm")
+        one_error(r, case.fragment)
+        assert f"[{case.code}]" in r.stderr, (case.id, r.stderr)
+        if case.api is None:
+            continue
+        body = {"changefeed_id": "bad", "sink_uri": sink(tmp_path, "csv"), "replica_config": case.api}
+        for resp in (httpx.post(server.url + "/api/v2/changefeeds", json=body, timeout=10), _put(server, "base", body)):
+            assert resp.status_code == 400, (case.id, resp.text)
+            err = resp.json()
+            assert err["error_code"] == case.code and err["error_msg"].startswith(f"[{case.code}]"), (case.id, err)
+            assert case.fragment in err["error_msg"], (case.id, err)
+    assert [cf["id"] for cf in server.api("/changefeeds?state=all")["items"]] == ["base"]
+    assert server.api("/changefeeds/base") == before
+    assert "Traceback" not in (tmp_path / "server.log").read_text()
+
+
+def test_get_then_put_back_round_trip(server: CdcServer, tmp_path: Path) -> None:
+    """A changefeed created with a non-default config and a secret in its sink URI: what a GET (or
+    `cdc cli changefeed query`) returns is accepted back by PUT and by `cdc cli changefeed update` unchanged,
+    and the masked URI sent back keeps the stored secret."""
+    cfg = tmp_path / "cf.toml"
+    cfg.write_text(REPRESENTATIVE_TOML)
+    r = server.cli("create", "-c", "rt", "--sink-uri", SECRET_S3_SINK, "--config", str(cfg))
+    assert r.returncode == 0, r.stderr
+    assert server.cli("pause", "-c", "rt").returncode == 0
+    got = server.api("/changefeeds/rt")
+    assert "TOPSECRET" not in got["sink_uri"] and got["config"]["sink"]["csv"]["delimiter"] == "|;"
+    assert got["config"]["changefeed_error_stuck_duration"] == 45 * 60 * 10**9 + 500_000_000
+
+    r = _put(server, "rt", {"sink_uri": got["sink_uri"], "replica_config": got["config"]})
+    assert r.status_code == 200, r.text
+    assert server.api("/changefeeds/rt") == got
+
+    queried = json.loads(server.cli("query", "-c", "rt").stdout)
+    r = _put(server, "rt", {"sink_uri": queried["sink_uri"], "replica_config": queried["config"]})
+    assert r.status_code == 200, r.text
+    assert server.api("/changefeeds/rt") == got
+
+    # the CLI's update sends the whole stored config back (GET, TOML overlay, PUT)
+    other = tmp_path / "other.toml"
+    other.write_text('[filter]\nrules = ["shop.*"]\n')
+    r = server.cli("update", "-c", "rt", "--config", str(other), "--no-confirm")
+    assert r.returncode == 0, r.stderr
+    changed = server.api("/changefeeds/rt")
+    assert changed["config"]["filter"]["rules"] == ["shop.*"]
+    assert {**changed["config"], "filter": got["config"]["filter"]} == got["config"]
+    r = server.cli("update", "-c", "rt", "--config", str(cfg), "--sink-uri", got["sink_uri"], "--no-confirm")
+    assert r.returncode == 0, r.stderr
+    assert server.api("/changefeeds/rt") == got
+    r = server.cli("update", "-c", "rt", "--config", str(cfg), "--sink-uri", got["sink_uri"], "--no-confirm")
+    assert r.stdout.strip() == "changefeed config is the same with the old one, do nothing"
+
+    assert _stored_sink_uri(server, "rt") == SECRET_S3_SINK
+    assert server.cli("resume", "-c", "rt", "--no-confirm").returncode == 0
+    server.wait_state("rt", "normal")
+    assert "Traceback" not in (tmp_path / "server.log").read_text()
