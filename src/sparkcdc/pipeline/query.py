@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 import os
 import sys
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -14,8 +13,6 @@ from sparkcdc.pipeline.spec import FeedSpec
 
 log = logging.getLogger(__name__)
 
-_REGISTERED: set[int] = set()
-_REGISTER_LOCK = threading.Lock()  # the server starts its changefeeds' queries from several threads
 _ROUTE_KEYS: dict[int, list[int]] = {}
 
 
@@ -67,17 +64,14 @@ def build_session(master: str, app_name: str = "sparkcdc", extra: dict[str, str]
 
 
 def register(spark: Any) -> None:
-    """Register the relay source and the storage sink with ``spark`` (once per session: registering a name twice
-    fails with DATA_SOURCE_ALREADY_EXISTS, so concurrent first calls are serialized)."""
+    """Register the relay source and the storage sink with ``spark`` (see ``registration`` for why not with
+    ``spark.dataSource.register``: the server starts its changefeeds' queries from several threads)."""
+    from sparkcdc.pipeline.registration import register_data_source
     from sparkcdc.pipeline.relay_source import RelaySource
     from sparkcdc.pipeline.storage_sink import StorageSink
 
-    with _REGISTER_LOCK:
-        if id(spark) in _REGISTERED:
-            return
-        spark.dataSource.register(RelaySource)
-        spark.dataSource.register(StorageSink)
-        _REGISTERED.add(id(spark))
+    register_data_source(spark, RelaySource)
+    register_data_source(spark, StorageSink)
 
 
 def start_query(spark: Any, spec: FeedSpec, *, trigger_seconds: float | None = None) -> Any:

@@ -58,8 +58,11 @@ _TRUE = ("1", "true", "yes", "on")
 
 
 def register(spark: Any) -> None:
-    """Make ``spark.read.format("ticdc")`` / ``spark.readStream.format("ticdc")`` available."""
-    spark.dataSource.register(TicdcDataSource)
+    """Make ``spark.read.format("ticdc")`` / ``spark.readStream.format("ticdc")`` available (safe for several
+    streams of it starting at once: see ``sparkcdc.pipeline.registration``)."""
+    from sparkcdc.pipeline.registration import register_data_source
+
+    register_data_source(spark, TicdcDataSource)
 
 
 class _Source:

@@ -9,6 +9,7 @@ from typing import Any
 import pytest
 
 from sparkcdc.pipeline.query import DRIVER_JAVA_OPTIONS, writer_route
+from sparkcdc.pipeline.registration import environment_map_class
 
 pytestmark = pytest.mark.integration
 
@@ -40,15 +41,11 @@ def test_streaming_checkpoints_write_no_crc_files(spark: Any, tmp_path: Any) -> 
     assert not [n for n in names if n.endswith(".crc")]
 
 
-def test_concurrent_first_registrations_do_not_collide() -> None:
-    from pyspark.sql import SparkSession
-
+def test_concurrent_first_registrations_do_not_collide(spark: Any) -> None:
     from sparkcdc.pipeline import query
 
-    # a fresh session object of the same JVM session state: registering twice would raise ALREADY_EXISTS
-    active = SparkSession.getActiveSession()
-    assert active is not None
-    fresh = active.newSession()
+    fresh = spark.newSession()  # its own data source registry
+    fresh._jvm.org.apache.spark.sql.classic.SparkSession.setActiveSession(fresh._jsparkSession)
     errors: list[BaseException] = []
 
     def go() -> None:
@@ -57,10 +54,28 @@ def test_concurrent_first_registrations_do_not_collide() -> None:
         except BaseException as e:  # collected and asserted below
             errors.append(e)
 
-    threads = [threading.Thread(target=go) for _ in range(8)]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(60)
+    try:
+        threads = [threading.Thread(target=go) for _ in range(8)]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+    finally:
+        spark._jvm.org.apache.spark.sql.classic.SparkSession.setActiveSession(spark._jsparkSession)
     assert errors == []
-    assert id(fresh) in query._REGISTERED
+    for name in ("sparkcdc_relay", "sparkcdc_storage"):
+        assert environment_map_class(fresh, name) == "java.util.concurrent.ConcurrentHashMap"
+
+
+def test_a_plain_registration_is_replaced_by_the_concurrency_safe_one(spark: Any) -> None:
+    from sparkcdc.pipeline.ticdc_source import TicdcDataSource, register
+
+    fresh = spark.newSession()
+    fresh._jvm.org.apache.spark.sql.classic.SparkSession.setActiveSession(fresh._jsparkSession)
+    try:
+        fresh.dataSource.register(TicdcDataSource)
+        assert environment_map_class(fresh, "ticdc") == "java.util.HashMap"
+        register(fresh)
+    finally:
+        spark._jvm.org.apache.spark.sql.classic.SparkSession.setActiveSession(spark._jsparkSession)
+    assert environment_map_class(fresh, "ticdc") == "java.util.concurrent.ConcurrentHashMap"
