@@ -91,7 +91,10 @@ class MySQLUpstream:
         return tso.compose(int(rows[0][0]) * 1000) - 1
 
     def oldest_retained_tso(self) -> int:
-        """TSO of the first event (its FORMAT_DESCRIPTION) in the oldest binlog still on the server."""
+        """The smallest start-ts that misses nothing the server still has: just below the second of the first
+        event (its FORMAT_DESCRIPTION) in the oldest binlog. A changefeed replicates commits after its start-ts
+        and binlog times are whole seconds, so ``second << 18`` itself would refuse the default start-ts
+        (``current_tso``) of an upstream started within the current second."""
         logs = self._query("SHOW BINARY LOGS")
         if not logs:
             raise UpstreamError(f"upstream {self._where} has no binary logs; enable log_bin with binlog_format=ROW")
@@ -110,7 +113,7 @@ class MySQLUpstream:
         try:
             for event in stream:
                 if event.timestamp:
-                    return tso.compose(int(event.timestamp) * 1000)
+                    return tso.compose(int(event.timestamp) * 1000) - 1
         except Exception as e:  # the library raises bare pymysql/struct errors
             raise UpstreamError(f"cannot read binlog {first} of upstream {self._where}: {e}", retryable=True) from e
         finally:
