@@ -1,13 +1,21 @@
-"""MySQL/MariaDB downstream URIs (``mysql://user:pass@host:port/?params``) and connections.
+"""MySQL/MariaDB downstream URIs (``mysql://user:pass@host:port/?params``), connections and write sessions.
 
 TiCDC's MySQL sink URI shape is kept: credentials in the authority, sink options as query parameters.
 Only the parameters the consumer uses are accepted; an unknown one is an error naming it. The password
 never appears in ``str``/``repr`` or in error messages.
+
+Every applier writes through ``MysqlTarget.connect_for_writes`` and checks each data statement with
+``check_write``/``lossy_write_error``: a value the downstream column cannot hold (a character its charset
+lacks, a string too long, a number out of range, a rounded decimal) is an error that names the table and the
+column, never a silent ``?`` or cut. MySQL's default non-strict mode stores such values converted and only
+warns, and a table created without a charset takes its database's default (MariaDB's stock ``test``
+database is latin1), so both the session and the tables an applier creates must say what they need.
 """
 
 from __future__ import annotations
 
 import logging
+import re
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
@@ -34,6 +42,28 @@ _IGNORED_PARAMS = frozenset(
     }
 )
 _KNOWN_PARAMS = _IGNORED_PARAMS | {"time-zone", "ssl-ca", "ssl-cert", "ssl-key", "connect-timeout"}
+
+# The write session's sql_mode, replacing the server's whole mode so every downstream behaves alike.
+# STRICT_ALL_TABLES: a value a column cannot hold fails the statement (transactional or not) instead of being
+# stored converted with a warning. Zero dates (no NO_ZERO_DATE / NO_ZERO_IN_DATE), invalid dates
+# (ALLOW_INVALID_DATES) and 0 in AUTO_INCREMENT columns (NO_AUTO_VALUE_ON_ZERO) are legal upstream values.
+# Never NO_BACKSLASH_ESCAPES or ANSI_QUOTES: ``sql_values`` renders literals with backslash escapes.
+WRITE_SQL_MODE = "STRICT_ALL_TABLES,NO_AUTO_VALUE_ON_ZERO,NO_ENGINE_SUBSTITUTION,ALLOW_INVALID_DATES"
+CHARSET = "utf8mb4"
+# For databases and tables an applier creates. The binary collation keeps keys that differ only in case or
+# accents distinct, as they may be upstream (TiDB's default collation is utf8mb4_bin); a case-insensitive one
+# would make REPLACE merge them.
+COLLATION = "utf8mb4_bin"
+CHARSET_CLAUSE = f"CHARACTER SET {CHARSET} COLLATE {COLLATION}"
+
+# MySQL/MariaDB errors and warnings that mean "the stored value is not the value given" (or, for 1364, that
+# the downstream table has a column the upstream's rows do not fill). Strict mode raises most as errors; a
+# few stay warnings or notes even then (1265: a DECIMAL rounded, trailing spaces cut).
+_CHARSET_LOSS = frozenset({1300, 1977, 3854})  # invalid character string; cannot convert character (Maria/MySQL)
+_TOO_NARROW = frozenset({1264, 1265, 1406, 1916, 1917})  # out of range, truncated, too long, overflow
+_WRONG_VALUE = frozenset({1048, 1263, 1292, 1299, 1364, 1366, 1367, 1918})  # NULL, bad value, no default
+LOSSY_WRITE_CODES = _CHARSET_LOSS | _TOO_NARROW | _WRONG_VALUE
+_COLUMN_RE = re.compile(r"for column ((?:`(?:[^`]|``)*`\.)*`(?:[^`]|``)*`|'[^']*')|(?:[Cc]olumn|Field) '([^']*)'")
 
 
 @dataclass(frozen=True)
@@ -114,6 +144,119 @@ class MysqlTarget:
                 code="CDC:ErrMySQLConnectionError",
                 retryable=errno >= 2000,  # client-side: refused, lost, timeout; 1045 access denied is final
             ) from None
+
+    def connect_for_writes(self, *, time_zone: str | None = None) -> Any:
+        """A connection for applying changes (no default database, autocommit off) that cannot lose data
+        silently: ``WRITE_SQL_MODE`` (strict), utf8mb4 on the wire, and ``time_zone`` (see
+        ``session_time_zone``) when given. Reads the settings back, because a server or proxy that ignored
+        them would bring the silent conversions back.
+
+        Raises SparkcdcError: retryable when the server is unreachable, final when it refuses the settings.
+        """
+        import pymysql
+
+        conn = self.connect(database="", autocommit=False, sql_mode=WRITE_SQL_MODE)
+        try:
+            with conn.cursor() as cur:
+                if time_zone is not None:
+                    cur.execute("SET SESSION time_zone=%s", (time_zone,))
+                cur.execute("SELECT @@SESSION.sql_mode, @@SESSION.character_set_client, "
+                            "@@SESSION.character_set_connection")  # fmt: skip
+                mode, client, connection = cur.fetchone()
+            conn.commit()
+        except pymysql.MySQLError as e:
+            conn.close()
+            errno = e.args[0] if e.args and isinstance(e.args[0], int) else 0
+            raise SparkcdcError(
+                f"downstream {self}: setting up the write session failed: {safe_error(e, self.password)}",
+                code="CDC:ErrMySQLConnectionError",
+                retryable=errno >= 2000,
+            ) from None
+        if "STRICT_ALL_TABLES" not in str(mode).split(",") or (client, connection) != (CHARSET, CHARSET):
+            conn.close()
+            raise SparkcdcError(
+                f"downstream {self} did not keep the write session's settings (sql_mode={mode!r}, "
+                f"character_set_client={client!r}, character_set_connection={connection!r}; wanted "
+                f"STRICT_ALL_TABLES and {CHARSET}): writes could lose text silently; use a server that accepts them",
+                code="CDC:ErrMySQLInvalidConfig",
+            )
+        return conn
+
+
+def session_time_zone(tz: str | None) -> str | None:
+    """The ``time_zone`` session value for a ``--timezone`` flag (None: leave the server's)."""
+    if tz is None or tz == "" or tz.lower() in ("system", "local"):
+        return None
+    if tz.upper() in ("UTC", "Z", "GMT"):
+        return "+00:00"
+    return tz
+
+
+def check_write(cursor: Any, *, target: MysqlTarget, schema: str, table: str) -> None:
+    """After a data statement on ``cursor``: raise if the server reported a lossy conversion.
+
+    Strict mode already fails most of them; this catches the notes it leaves (a DECIMAL rounded, trailing
+    spaces cut) and any server that stores converted values. Other warnings (deprecated syntax, statements
+    unsafe for a STATEMENT binlog) are logged at DEBUG. Free when the OK packet counts no warnings.
+
+    Raises SparkcdcError (final) naming the table and the column.
+    """
+    if not cursor.warning_count:
+        return
+    cursor.execute("SHOW WARNINGS")
+    warnings = cursor.fetchall()
+    for level, code, message in warnings:
+        if int(code) in LOSSY_WRITE_CODES:
+            raise lossy_write_error(int(code), str(message), target=target, schema=schema, table=table)
+        log.debug("downstream %s: %s %s writing %s.%s: %s", target, level, code, schema, table, message)
+
+
+def lossy_write_error(code: int, message: str, *, target: MysqlTarget, schema: str, table: str) -> SparkcdcError:
+    """The error for a write the downstream could not store exactly: which table and column, and what to do."""
+    column = _column_of(message)
+    name = quote_table(schema, table)
+    where = f"{schema}.{table}" + (f" column {column}" if column else "")
+    reason = " ".join(message.split())  # one line: the server may echo a value with line breaks
+    if code in _CHARSET_LOSS or (code == 1366 and "string value" in message):
+        fix = (f"the column's character set cannot store the text; convert the table to {CHARSET} "
+               f"(ALTER TABLE {name} CONVERT TO CHARACTER SET {CHARSET} COLLATE {COLLATION})")  # fmt: skip
+    elif code in _TOO_NARROW:
+        fix = "the downstream column is narrower than the upstream's; widen it to the upstream's definition"
+        if column:
+            fix += f" (ALTER TABLE {name} MODIFY {quote_ident(column)} <upstream type>)"
+    else:
+        fix = f"the downstream table does not match the upstream's; make {name} match the upstream definition"
+    return SparkcdcError(
+        f"downstream {target}: writing {where} would lose data: {reason} (MySQL error {code}); {fix}, then restart "
+        "the consumer: none of this batch was applied and the checkpoint stays before it",
+        code="CDC:ErrMySQLTxnError",
+        retryable=False,
+    )
+
+
+def as_lossy_write_error(error: BaseException, *, target: MysqlTarget, schema: str, table: str) -> SparkcdcError | None:
+    """``lossy_write_error`` for a driver error that strict mode raised for a value, else None."""
+    code = error.args[0] if error.args and isinstance(error.args[0], int) else 0
+    if code not in LOSSY_WRITE_CODES:
+        return None
+    message = str(error.args[1]) if len(error.args) > 1 else str(error)
+    if target.password:
+        message = message.replace(target.password, "******")
+    return lossy_write_error(code, message, target=target, schema=schema, table=table)
+
+
+def _column_of(message: str) -> str:
+    """The column a server message names: ```db`.`t`.`c``` (MariaDB), ``'c'`` (MySQL), ``Column 'c'``."""
+    m = _COLUMN_RE.search(message)
+    if m is None:
+        return ""
+    if m.group(2) is not None:
+        return m.group(2)
+    text = m.group(1)
+    if text.startswith("'"):
+        return text[1:-1]
+    last: str = re.findall(r"`((?:[^`]|``)*)`", text)[-1]
+    return last.replace("``", "`")
 
 
 def mask_uri(uri: str) -> str:

@@ -22,7 +22,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from sparkcdc.consumer.downstream import MysqlTarget, quote_ident, safe_error
+from sparkcdc.consumer.downstream import (
+    CHARSET_CLAUSE,
+    MysqlTarget,
+    as_lossy_write_error,
+    check_write,
+    quote_ident,
+    safe_error,
+    session_time_zone,
+)
 from sparkcdc.consumer.statements import BatchPlan, plan_batch
 from sparkcdc.errors import ConfigError, SparkcdcError
 from sparkcdc.model import DDLAction, RowChange
@@ -53,7 +61,7 @@ _CHECKPOINT_DDL = f"""CREATE TABLE IF NOT EXISTS {quote_ident(CHECKPOINT_SCHEMA)
   pending_version BIGINT UNSIGNED NOT NULL DEFAULT 0,
   updated_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6) ON UPDATE CURRENT_TIMESTAMP(6),
   PRIMARY KEY (changefeed, db, tbl, part)
-) DEFAULT CHARSET=utf8mb4 COLLATE=utf8mb4_bin"""
+) {CHARSET_CLAUSE}"""
 
 _UPSERT_CHECKPOINT = (
     f"INSERT INTO {quote_ident(CHECKPOINT_SCHEMA)}.{quote_ident(CHECKPOINT_TABLE)} "
@@ -62,9 +70,6 @@ _UPSERT_CHECKPOINT = (
     "date=VALUES(date), file_index=VALUES(file_index), row_offset=VALUES(row_offset), "
     "commit_ts=VALUES(commit_ts), pending_version=VALUES(pending_version)"
 )
-
-# Permissive session: zero dates and 0 in AUTO_INCREMENT columns are legal upstream values.
-SESSION_SQL_MODE = "NO_AUTO_VALUE_ON_ZERO,NO_ENGINE_SUBSTITUTION,ALLOW_INVALID_DATES"
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,15 +107,6 @@ class ApplyStats:
     seconds: float
 
 
-def session_time_zone(tz: str | None) -> str | None:
-    """The ``time_zone`` session value for a ``--timezone`` flag (None: leave the server's)."""
-    if tz is None or tz == "" or tz.lower() in ("system", "local"):
-        return None
-    if tz.upper() in ("UTC", "Z", "GMT"):
-        return "+00:00"
-    return tz
-
-
 class MysqlApplier:
     """One downstream connection applying batches of ONE stream at a time (use one per worker thread).
 
@@ -132,14 +128,11 @@ class MysqlApplier:
     # -- connection ---------------------------------------------------------------------------------
     def _connection(self) -> Any:
         if self._conn is None:
-            conn = self.target.connect(database="", autocommit=False)
+            conn = self.target.connect_for_writes(time_zone=self.time_zone)  # strict: no silent '?' or cut
             try:
                 with conn.cursor() as cur:
-                    cur.execute("SET SESSION sql_mode=%s", (SESSION_SQL_MODE,))
                     cur.execute("SET SESSION foreign_key_checks=0")
-                    if self.time_zone is not None:
-                        cur.execute("SET SESSION time_zone=%s", (self.time_zone,))
-                    cur.execute(f"CREATE DATABASE IF NOT EXISTS {quote_ident(CHECKPOINT_SCHEMA)}")
+                    cur.execute(f"CREATE DATABASE IF NOT EXISTS {quote_ident(CHECKPOINT_SCHEMA)} {CHARSET_CLAUSE}")
                     cur.execute(_CHECKPOINT_DDL)
                 conn.commit()
             except Exception as e:
@@ -219,20 +212,28 @@ class MysqlApplier:
 
     # -- rows ---------------------------------------------------------------------------------------
     def apply(self, rows: Sequence[RowChange], checkpoint: Checkpoint) -> ApplyStats:
-        """Apply ``rows`` (one table, in commit order) and store ``checkpoint`` in the same transaction."""
+        """Apply ``rows`` (one table, in commit order) and store ``checkpoint`` in the same transaction.
+
+        A value the downstream cannot store exactly fails the whole transaction (``check_write``), so the
+        checkpoint stays before it.
+        """
         started = time.perf_counter()
         plan: BatchPlan = plan_batch(rows)
         conn = self._connection()
+        schema, table = checkpoint.schema, checkpoint.table
         try:
             with conn.cursor() as cur:
                 for sql in plan.statements:
                     cur.execute(sql)
+                    check_write(cur, target=self.target, schema=schema, table=table)
                 self._write_checkpoint(cur, checkpoint)
             conn.commit()
         except Exception as e:
             self._rollback()
-            where = f"{checkpoint.schema}.{checkpoint.table}"
-            raise self._error(f"applying {len(rows)} rows to {where}", e) from None
+            lossy = as_lossy_write_error(e, target=self.target, schema=schema, table=table)
+            if lossy is not None:
+                raise lossy from None
+            raise self._error(f"applying {len(rows)} rows to {schema}.{table}", e) from None
         return ApplyStats(plan.rows_in, plan.upserts, plan.deletes, len(plan.statements), time.perf_counter() - started)
 
     # -- DDL ----------------------------------------------------------------------------------------

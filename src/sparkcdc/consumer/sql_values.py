@@ -9,7 +9,8 @@ because the model fixes one Python type per MySQL type:
 * ``Decimal`` -> its exact text. ``str`` (temporal, text, JSON, ENUM/SET names) -> a quoted, escaped
   string. ``bytes`` -> a hex literal ``X'…'`` (binary-exact, no charset conversion). ``None`` -> NULL.
 
-The session must not use ``NO_BACKSLASH_ESCAPES`` (the applier sets its own ``sql_mode``).
+The session must not use ``NO_BACKSLASH_ESCAPES`` (``downstream.connect_for_writes`` sets its own
+``sql_mode``).
 """
 
 from __future__ import annotations

@@ -7,7 +7,7 @@ from decimal import Decimal
 import pytest
 
 from sparkcdc.consumer.check import checksum_sql, parse_tables
-from sparkcdc.consumer.downstream import MysqlTarget, mask_uri
+from sparkcdc.consumer.downstream import MysqlTarget, lossy_write_error, mask_uri
 from sparkcdc.consumer.sql_values import literal, row_tuple
 from sparkcdc.consumer.statements import plan_batch
 from sparkcdc.consumer.table_def import create_table_sql, table_info
@@ -132,3 +132,35 @@ def test_schema_file_to_table_info_and_create_table() -> None:
     assert table_info(enum, source="x").columns[0].type == "varchar"
     with pytest.raises(CorruptDataError, match="create the table in the downstream first"):
         create_table_sql(enum, source="x")
+
+
+@pytest.mark.parametrize(
+    ("code", "message", "column", "fix"),
+    [
+        # MariaDB 10.11 names the column in full, MySQL only by name; both as the servers print them
+        (1366, "Incorrect string value: '\\xE5\\xA5\\xBD...' for column `db`.`t`.`s` at row 2", "s",
+         "ALTER TABLE `db`.`t` CONVERT TO CHARACTER SET utf8mb4"),
+        (1366, "Incorrect string value: '\\xF0\\x9F\\x98\\x80' for column 'emoji' at row 1", "emoji",
+         "CONVERT TO CHARACTER SET utf8mb4"),
+        (1366, "Incorrect string value: 'x' for column `db`.`t`.`we``ird.c` at row 1", "we`ird.c",
+         "CONVERT TO CHARACTER SET utf8mb4"),
+        (1406, "Data too long for column 'short' at row 1", "short", "ALTER TABLE `db`.`t` MODIFY `short`"),
+        (1265, "Data truncated for column 'd' at row 3", "d", "MODIFY `d`"),
+        (1264, "Out of range value for column 'i' at row 1", "i", "widen it"),
+        (1048, "Column 'n' cannot be null", "n", "make `db`.`t` match the upstream definition"),
+        (1364, "Field 'extra' doesn't have a default value", "extra", "match the upstream definition"),
+        (1366, "Incorrect integer value: 'x' for column `db`.`t`.`i` at row 1", "i", "match the upstream"),
+    ],
+)
+def test_lossy_write_error_names_table_column_and_fix(code: int, message: str, column: str, fix: str) -> None:
+    e = lossy_write_error(code, message, target=MysqlTarget.parse("mysql://u:pw@h:1/"), schema="db", table="t")
+    assert e.code == "CDC:ErrMySQLTxnError" and not e.retryable
+    assert f"writing db.t column {column} would lose data" in e.message
+    assert fix in e.message and f"(MySQL error {code})" in e.message
+    assert "the checkpoint stays before it" in e.message and "u:******@h:1" in e.message and ":pw@" not in e.message
+
+
+def test_lossy_write_error_is_one_line_without_a_column() -> None:
+    e = lossy_write_error(1292, "Truncated incorrect DOUBLE value:\n'x'", target=MysqlTarget.parse("mysql://h/"),
+                          schema="db", table="t")  # fmt: skip
+    assert "\n" not in e.message and "writing db.t would lose data: Truncated incorrect DOUBLE value: 'x'" in e.message
