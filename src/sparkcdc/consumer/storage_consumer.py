@@ -41,7 +41,7 @@ from sparkcdc.consumer.storage_reader import (
     StreamKey,
     scan,
 )
-from sparkcdc.consumer.table_def import create_table_sql
+from sparkcdc.consumer.table_def import create_database_sql, create_table_sql
 from sparkcdc.errors import SparkcdcError
 from sparkcdc.model import DDLAction, RowChange
 from sparkcdc.model.tso import physical
@@ -298,7 +298,7 @@ class StorageConsumer:
             return
         if not applier.table_exists(defn.schema, defn.table):
             log.warning("table %s.%s is missing downstream; creating it from %s", defn.schema, defn.table, entry.path)
-            applier.execute(f"CREATE DATABASE IF NOT EXISTS `{defn.schema.replace('`', '``')}`")
+            applier.execute(create_database_sql(defn.schema))
             applier.execute(create_table_sql(defn, source=entry.path))
         self._known_tables.add(key)
 

@@ -3,11 +3,14 @@
 A schema file carries less than a TableInfo (``spec/consumer.md`` §3.6): type name (+ `` UNSIGNED``),
 precision, scale, NOT NULL and PK flags. It does not carry ENUM/SET elements, so ENUM and SET columns are
 decoded as their *text* (``varchar``): the downstream accepts the element names, and CSV writes names.
+It carries no charset or collation either: binary columns are typed ``BINARY``/``VARBINARY``/``*BLOB``, every
+other text column is utf8mb4 (TiCDC's consumer rebuilds them so too), so created tables say utf8mb4 instead of
+taking the downstream database's default (latin1 would turn ``好`` into ``?``).
 """
 
 from __future__ import annotations
 
-from sparkcdc.consumer.downstream import quote_ident, quote_table
+from sparkcdc.consumer.downstream import CHARSET_CLAUSE, quote_ident, quote_table
 from sparkcdc.errors import CorruptDataError
 from sparkcdc.model import ColumnInfo, TableInfo
 from sparkcdc.model.column_type import ALL_TYPES
@@ -90,4 +93,9 @@ def create_table_sql(defn: TableDefinition, *, source: str) -> str:
     pk = [quote_ident(c.name) for c in defn.columns or () if c.is_pk == "true"]
     if pk:
         parts.append(f"PRIMARY KEY ({','.join(pk)})")
-    return f"CREATE TABLE IF NOT EXISTS {quote_table(defn.schema, defn.table)} ({', '.join(parts)})"
+    return f"CREATE TABLE IF NOT EXISTS {quote_table(defn.schema, defn.table)} ({', '.join(parts)}) {CHARSET_CLAUSE}"
+
+
+def create_database_sql(schema: str) -> str:
+    """``CREATE DATABASE IF NOT EXISTS`` for a missing database, utf8mb4 like the tables created in it."""
+    return f"CREATE DATABASE IF NOT EXISTS {quote_ident(schema)} {CHARSET_CLAUSE}"

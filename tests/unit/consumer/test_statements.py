@@ -10,7 +10,7 @@ from sparkcdc.consumer.check import checksum_sql, parse_tables
 from sparkcdc.consumer.downstream import MysqlTarget, lossy_write_error, mask_uri
 from sparkcdc.consumer.sql_values import literal, row_tuple
 from sparkcdc.consumer.statements import plan_batch
-from sparkcdc.consumer.table_def import create_table_sql, table_info
+from sparkcdc.consumer.table_def import create_database_sql, create_table_sql, table_info
 from sparkcdc.errors import ConfigError, CorruptDataError, EncodeError
 from sparkcdc.model import ColumnInfo, RowChange, RowOp, TableInfo
 from sparkcdc.storage.schema_file import TableDefinition
@@ -126,7 +126,11 @@ def test_schema_file_to_table_info_and_create_table() -> None:
     assert got.handle_key_positions == (0,) and got.version == 5
     assert create_table_sql(defn, source="x") == (
         "CREATE TABLE IF NOT EXISTS `db`.`t` (`id` BIGINT UNSIGNED NOT NULL, `d` DECIMAL(10,2) NULL, "
-        "`ts` TIMESTAMP(3) NULL, `b` VARBINARY(8) NULL, `y` YEAR NULL, PRIMARY KEY (`id`))"
+        "`ts` TIMESTAMP(3) NULL, `b` VARBINARY(8) NULL, `y` YEAR NULL, PRIMARY KEY (`id`)) "
+        "CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"
+    )
+    assert create_database_sql("d`b") == (
+        "CREATE DATABASE IF NOT EXISTS `d``b` CHARACTER SET utf8mb4 COLLATE utf8mb4_bin"
     )
     enum = TableDefinition.from_table(TableInfo("db", "e", 1, (ColumnInfo("e", "enum", elements=("a",)),)), 1)
     assert table_info(enum, source="x").columns[0].type == "varchar"
