@@ -96,3 +96,37 @@ def test_wrong_downstream_password_fails_at_once(tmp_path: Path, target: MysqlTa
     lines = r.stderr.strip().splitlines()
     assert len(lines) == 1 and lines[0].startswith("Error:") and "downstream" in lines[0], r.stderr
     assert "Wr0ng-pw" not in r.stderr
+
+
+def test_text_a_latin1_column_cannot_hold_stops_with_one_line_then_resumes(tmp_path: Path, target: MysqlTarget) -> None:  # noqa: F811
+    texts = {1: " 好学生 ", 2: "😀 𠀋𝄞"}
+    run_sql(target, "DROP DATABASE IF EXISTS errdb", "DROP DATABASE IF EXISTS sparkcdc_consumer",
+            "CREATE DATABASE errdb CHARACTER SET latin1",  # as MariaDB's stock `test` database
+            "CREATE TABLE errdb.t (id INT PRIMARY KEY, v VARCHAR(20))",  # exists downstream: latin1 columns
+            "CREATE USER IF NOT EXISTS 'consumer'@'%' IDENTIFIED BY 's3cret-pw'",
+            "GRANT ALL ON *.* TO 'consumer'@'%'")  # fmt: skip
+    tree = Tree(tmp_path / "tree")
+    for name in ("t", "u"):  # u is missing downstream: the consumer creates it
+        tree.schema(table("errdb", name), V1)
+    tree.data("errdb", "t", V1, 1, [csv_row("I", "errdb", "t", V1 + 1, 1, "a")])
+    tree.data("errdb", "t", V1, 2, [csv_row("I", "errdb", "t", V1 + 2, 2, texts[1])])
+    tree.data("errdb", "u", V1, 1, [csv_row("I", "errdb", "u", V1 + 1, k, v) for k, v in texts.items()])
+    tree.metadata(V1 + 100)
+
+    def stored(name: str) -> dict[int, bytes]:
+        return {r[0]: bytes.fromhex(r[1]) for r in run_sql(target, f"SELECT id, HEX(v) FROM errdb.{name}")}
+
+    res = _run(tree.root, target, "--batch-rows", "1")
+    assert res.returncode == 1
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: [CDC:ErrMySQLTxnError] "), res.stderr
+    assert "writing errdb.t column v would lose data: Incorrect string value" in lines[0]
+    assert "ALTER TABLE `errdb`.`t` CONVERT TO CHARACTER SET utf8mb4" in lines[0]
+    assert "s3cret-pw" not in res.stderr and "Traceback" not in res.stderr
+    assert stored("t") == {1: b"a"}  # never '?'
+    assert run_sql(target, "SELECT file_index, row_offset FROM sparkcdc_consumer.checkpoint WHERE tbl='t'") == [(1, 1)]
+    assert stored("u") == {k: v.encode() for k, v in texts.items()}  # the table it created holds every byte
+    run_sql(target, "ALTER TABLE errdb.t CONVERT TO CHARACTER SET utf8mb4 COLLATE utf8mb4_bin")  # as told
+    res = _run(tree.root, target, "--batch-rows", "1")
+    assert res.returncode == 0, res.stderr
+    assert stored("t") == {1: b"a", 2: texts[1].encode()}
