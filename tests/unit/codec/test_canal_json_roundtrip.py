@@ -267,12 +267,11 @@ def test_lossy_options(rows: list[RowChange]) -> None:
             expected = tuple(v if i in keys else None for i, v in enumerate(want.before))
             assert _canon(got.before) == _canon(expected)
         else:  # only-output-updated-columns still restores the full pre-image
-            assert want.before is not None and want.after is not None
             # a column whose value equals the new one is left out of "old" (TiCDC compares values, and
             # -0.0 == 0.0), so the decoder restores it from "data": only the sign of a zero can differ
-            restored = tuple(
+            restored = want.before and tuple(
                 a if isinstance(b, float) and isinstance(a, float) and b == a else b
-                for b, a in zip(want.before, want.after, strict=True)
+                for b, a in zip(want.before, want.after or want.before, strict=True)
             )
             assert _canon(got.before) == _canon(restored)
             assert _canon(got.after) == _canon(want.after)
