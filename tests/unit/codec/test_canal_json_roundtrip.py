@@ -183,6 +183,18 @@ def _canon(values: tuple[Any, ...] | None) -> Any:
     return out
 
 
+def _restorable_before(row: RowChange) -> tuple[Any, ...] | None:
+    """The pre-image a decoder can restore under only-output-updated-columns: a column whose value equals the
+    new one is left out of "old" (TiCDC compares values, and -0.0 == 0.0) and restored from "data", so only the
+    sign of a zero can differ."""
+    if row.before is None or row.after is None:
+        return row.before
+    return tuple(
+        a if isinstance(b, float) and isinstance(a, float) and b == a else b
+        for b, a in zip(row.before, row.after, strict=True)
+    )
+
+
 def _config(**options: Any) -> CanalJsonConfig:
     return CanalJsonConfig.from_options(options)
 
@@ -201,7 +213,8 @@ def test_storage_round_trip(rows: list[RowChange], terminator: str, content_comp
     for got, want in zip(decoded, rows):
         assert (got.op, got.commit_ts, got.table) == (want.op, want.commit_ts, want.table)
         assert _canon(got.after) == _canon(want.after)
-        assert _canon(got.before) == _canon(want.before)
+        before = _restorable_before(want) if content_compatible else want.before
+        assert _canon(got.before) == _canon(before)
 
 
 @SETTINGS
@@ -267,13 +280,7 @@ def test_lossy_options(rows: list[RowChange]) -> None:
             expected = tuple(v if i in keys else None for i, v in enumerate(want.before))
             assert _canon(got.before) == _canon(expected)
         else:  # only-output-updated-columns still restores the full pre-image
-            # a column whose value equals the new one is left out of "old" (TiCDC compares values, and
-            # -0.0 == 0.0), so the decoder restores it from "data": only the sign of a zero can differ
-            restored = want.before and tuple(
-                a if isinstance(b, float) and isinstance(a, float) and b == a else b
-                for b, a in zip(want.before, want.after or want.before, strict=True)
-            )
-            assert _canon(got.before) == _canon(restored)
+            assert _canon(got.before) == _canon(_restorable_before(want))
             assert _canon(got.after) == _canon(want.after)
 
 
