@@ -207,7 +207,7 @@ class Bench:
             log.wait(spec.start_ts + 1, 300)  # first batch done: the query is warm
             return fn(log)
         finally:
-            stop_between_batches(query)
+            stop_between_batches(query, spec)
             log.close()
 
     def create_tables(self, db: str) -> None:
@@ -245,7 +245,7 @@ class Bench:
         try:
             query = start_query(spark, spec)
             log.wait(spec.start_ts + 1, 300)
-            stop_between_batches(query)
+            stop_between_batches(query, spec)
             end = self.load(db)
             while self._resolved() < end:
                 time.sleep(0.05)
@@ -254,7 +254,7 @@ class Bench:
             try:
                 done = log.wait(end, 900)
             finally:
-                stop_between_batches(query)
+                stop_between_batches(query, spec)
             return float(self.args.rows / (done - t0))
         finally:
             log.close()

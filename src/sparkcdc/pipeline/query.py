@@ -48,13 +48,17 @@ DRIVER_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
 def build_session(master: str, app_name: str = "sparkcdc", extra: dict[str, str] | None = None) -> Any:
     """A SparkSession for pipelines; ``extra`` settings win over the defaults, except that
     ``spark.driver.extraJavaOptions`` is appended to ``DRIVER_JAVA_OPTIONS``. JVM options only take effect when
-    this call starts the JVM (the first session of the process)."""
+    this call starts the JVM (the first session of the process); that JVM ignores the signals that stop the
+    driver (``gateway``), so stopping Spark is the driver's decision."""
     spark_env()
     from pyspark.sql import SparkSession
+
+    from sparkcdc.pipeline.gateway import ensure_detached_gateway
 
     conf = {**_SESSION_DEFAULTS, **(extra or {})}
     java = conf.get("spark.driver.extraJavaOptions", "")
     conf["spark.driver.extraJavaOptions"] = f"{DRIVER_JAVA_OPTIONS} {java}".strip()
+    ensure_detached_gateway({"spark.master": master, "spark.app.name": app_name, **conf})
     builder = SparkSession.builder.master(master).appName(app_name)
     for k, v in conf.items():
         builder = builder.config(k, v)
@@ -93,6 +97,7 @@ def start_query(spark: Any, spec: FeedSpec, *, trigger_seconds: float | None = N
     register(spark)
     state = Path(spec.state_dir)
     state.mkdir(parents=True, exist_ok=True)
+    spec.drain_path.unlink(missing_ok=True)  # left by a stop that never finished
     spec_path = state / "spec.json"
     spec.save(spec_path)
     sink = spec.sink_config()
@@ -113,19 +118,33 @@ def start_query(spark: Any, spec: FeedSpec, *, trigger_seconds: float | None = N
     return query
 
 
-def stop_between_batches(query: Any, timeout: float = 60.0) -> None:
+def drain(spec: FeedSpec) -> None:
+    """Tell ``spec``'s source to plan no new micro-batch (``stop_between_batches`` does this itself; call it
+    first for every query when stopping several, so their running batches finish together). Raises OSError
+    when the state dir is not writable."""
+    spec.drain_path.touch()
+
+
+def stop_between_batches(query: Any, spec: FeedSpec | None = None, timeout: float = 60.0) -> None:
     """Stop ``query`` once its running micro-batch (if any) has committed, waiting at most ``timeout`` seconds.
 
     ``StreamingQuery.stop()`` interrupts a running batch: Spark aborts it, its Python workers die mid-write
     (PySpark prints EOFError tracebacks) and the data files its tasks already wrote stay in the sink, named by
-    no index. A batch is bounded by the spec's max_batch_bytes, so waiting for it is normally short. A trigger
-    that fires right after the check is still interrupted; that is rare (the gap between batches is the idle
-    part of flush-interval) and as safe as before, only noisier.
+    no index. So the source of ``spec`` (the query's) is drained first: it plans no new batch, where a backlog
+    would start the next batch the moment the last one ended and the query was never between batches. The
+    query stops when no trigger is active. A batch is bounded by the spec's max_batch_bytes, so waiting for it
+    is normally short; after ``timeout`` the batch is interrupted (as safe, only noisier).
     """
-    deadline = time.monotonic() + timeout
-    while query.isActive and query.status.get("isTriggerActive") and time.monotonic() < deadline:
-        time.sleep(0.02)
-    query.stop()
+    if spec is not None:
+        drain(spec)
+    try:
+        deadline = time.monotonic() + timeout
+        while query.isActive and query.status.get("isTriggerActive") and time.monotonic() < deadline:
+            time.sleep(0.02)
+        query.stop()
+    finally:
+        if spec is not None:
+            spec.drain_path.unlink(missing_ok=True)
 
 
 def writer_route(spark: Any, writers: int) -> Any:

@@ -101,6 +101,9 @@ class RelayStreamReader(DataSourceStreamReader):
             start = self._last or self.initialOffset()
         self._trace(f"latestOffset start={start}")
         begin = int(start["resolved_ts"])
+        if self.spec.drain_path.exists():  # stopping: let the running batch be the last one
+            self._trace("latestOffset draining")
+            return {"resolved_ts": begin}
         db = self._db()
         row = db.execute("SELECT resolved_ts FROM progress WHERE id = 1").fetchone()
         end = int(row[0]) if row else 0

@@ -34,7 +34,7 @@ from typing import Any
 
 from sparkcdc.errors import SparkcdcError, UpstreamError
 from sparkcdc.pipeline.progress import read_progress
-from sparkcdc.pipeline.query import stop_between_batches
+from sparkcdc.pipeline.query import drain, stop_between_batches
 from sparkcdc.pipeline.relay_gc import collect_relay, read_gc_ts, replay_floor
 from sparkcdc.pipeline.spec import FeedSpec
 from sparkcdc.server.model import ChangefeedInfo, RunningError
@@ -258,7 +258,7 @@ class SparkRunner:
             stopped = feed.stopped
             feed.query = query
         if stopped:  # stop() came while we were starting
-            query.stop()
+            stop_between_batches(query, feed.spec)
 
     def _prepare_state(self, state: Path, checkpoint_ts: int) -> int:
         """Keep or reset the Spark checkpoint (module doc); returns the run's first offset."""
@@ -294,7 +294,7 @@ class SparkRunner:
         if feed.query is None:
             return
         try:
-            stop_between_batches(feed.query)
+            stop_between_batches(feed.query, feed.spec)
         except Exception as e:  # already dead: nothing more is written
             log.warning("changefeed=%s/%s: stopping the query: %s", namespace, changefeed_id, _first_line(e))
         log.info("changefeed=%s/%s stopped", namespace, changefeed_id)
@@ -373,15 +373,26 @@ class SparkRunner:
         self.gc_ts = bound
 
     def close(self) -> None:
+        """Stop every query between micro-batches (all drained first, so their running batches finish
+        together), then capture and, when this runner built it, Spark and its JVM."""
         with self._lock:
-            keys = list(self._feeds)
-        for ns, cf in keys:
+            feeds = list(self._feeds.items())
+        for _, feed in feeds:
+            if feed.query is not None:
+                try:
+                    drain(feed.spec)
+                except OSError as e:  # stop() stops it all the same, perhaps inside a batch
+                    log.warning("changefeed=%s: cannot drain before stopping: %s", feed.spec.changefeed, e)
+        for (ns, cf), _ in feeds:
             self.stop(ns, cf)
         if self.capture is not None:
             self.capture.close()
         if self._owns_spark and self._spark_ready.wait(180) and self._spark is not None:
+            from sparkcdc.pipeline.gateway import stop_gateway
+
             try:
                 self._spark.stop()
+                stop_gateway()
             except Exception:
                 log.debug("stopping Spark failed", exc_info=True)
             self._spark = None

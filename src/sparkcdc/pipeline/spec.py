@@ -64,6 +64,11 @@ class FeedSpec:
     def progress_path(self) -> Path:
         return Path(self.state_dir) / "progress.json"
 
+    @property
+    def drain_path(self) -> Path:
+        """While this file exists the source plans no new micro-batch (the query is being stopped)."""
+        return Path(self.state_dir) / "draining"
+
     # -- persistence -----------------------------------------------------------------------------------
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write atomically with mode 0600. Raises StorageError."""

@@ -9,6 +9,7 @@ after a crash) replays to the same state. Values are compared as text, keyed by 
 from __future__ import annotations
 
 import re
+from pathlib import Path
 from typing import Any
 
 from sparkcdc.consumer.storage_reader import FileReader, ReaderConfig, scan
@@ -27,12 +28,29 @@ _PATHS = [
 ]
 
 
+_DATA_FILE = re.compile(r"CDC(\d+)\.(json|csv)$")
+
+
 def text(value: Any) -> str | None:
     if value is None:
         return None
     if isinstance(value, bytes):
         return value.decode("utf-8", "replace")
     return str(value)
+
+
+def unindexed_data_files(sink: Path) -> list[str]:
+    """Data files of a local sink that no ``CDC.index`` covers (an aborted batch's leftovers)."""
+    out = []
+    for f in sink.rglob("CDC*"):
+        m = _DATA_FILE.search(f.name)
+        if m is None:
+            continue
+        index = f.parent / "meta" / "CDC.index"
+        indexed = _DATA_FILE.search(index.read_text().strip()) if index.exists() else None
+        if indexed is None or int(m.group(1)) > int(indexed.group(1)):
+            out.append(str(f.relative_to(sink)))
+    return out
 
 
 def layout_violations(storage: ExternalStorage) -> list[str]:

@@ -4,7 +4,7 @@ log and Spark local[2])."""
 from __future__ import annotations
 
 import json
-import re
+import time
 from pathlib import Path
 from typing import Any
 
@@ -14,24 +14,9 @@ from sparkcdc.pipeline.query import start_query, stop_between_batches
 from sparkcdc.pipeline.spec import FeedSpec
 from tests.fixtures.mariadb import FreshDatabase
 from tests.integration.pipeline.conftest import PullerThread, wait_for
+from tests.integration.pipeline.replay import unindexed_data_files
 
 pytestmark = pytest.mark.integration
-
-_DATA = re.compile(r"CDC(\d+)\.json$")
-
-
-def unindexed_data_files(sink: Path) -> list[str]:
-    """Data files that no CDC.index covers (an aborted batch's leftovers)."""
-    out = []
-    for f in sink.rglob("CDC*.json"):
-        m = _DATA.search(f.name)
-        if m is None:
-            continue
-        index = f.parent / "meta" / "CDC.index"
-        indexed = _DATA.search(index.read_text().strip()) if index.exists() else None
-        if indexed is None or int(m.group(1)) > int(indexed.group(1)):
-            out.append(str(f.relative_to(sink)))
-    return out
 
 
 def test_stop_waits_for_the_running_batch(
@@ -55,11 +40,52 @@ def test_stop_waits_for_the_running_batch(
     query = start_query(spark, spec, trigger_seconds=0.5)
     try:
         # the first batch holds the whole insert; stop while it runs
-        wait_for(lambda: query.status["isTriggerActive"] and query.lastProgress is None, 60, "first batch", 0.01)
-        stop_between_batches(query)
+        wait_for(lambda: query.status["message"] == "Processing new data", 60, "first batch", 0.01)
+        stop_between_batches(query, spec)
     finally:
         if query.isActive:
             query.stop()
     assert query.exception() is None
     assert json.loads((sink / "metadata").read_bytes())["checkpoint-ts"] >= end
     assert unindexed_data_files(sink) == []
+
+
+def test_stop_under_a_backlog_ends_after_the_running_batch(
+    spark: Any, fresh_db: FreshDatabase, puller_thread: PullerThread, tmp_path: Path
+) -> None:
+    """Behind a backlog the next batch starts the moment the last one ends, so the query is never between
+    batches: the drained source plans no new one, and the stop comes after the running batch commits."""
+    db = fresh_db
+    db.execute("CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(40))")
+    start = puller_thread.caught_up()
+    for k in range(80):  # 80 transactions; max_batch_bytes=1 makes each its own batch, longer than the trigger
+        db.execute(f"INSERT INTO t SELECT {k * 100} + seq, 'v' FROM seq_1_to_100")
+    end = puller_thread.caught_up()
+    sink = tmp_path / "sink"
+    spec = FeedSpec(
+        changefeed="default/backlog",
+        capture_dir=str(puller_thread.data_dir),
+        state_dir=str(tmp_path / "state"),
+        sink_uri=f"file://{sink}?protocol=canal-json&worker-count=2",
+        config={"filter": {"rules": [f"{db.name}.*"]}},
+        start_ts=start,
+        sink_start_ts=start,
+        max_batch_bytes=1,
+    )
+    spec.drain_path.parent.mkdir(parents=True)
+    spec.drain_path.touch()  # left by an unfinished stop: a new run must not start drained
+    query = start_query(spark, spec, trigger_seconds=0.1)
+    try:
+        wait_for(lambda: query.lastProgress is not None and query.status["isTriggerActive"], 120, "second batch", 0.01)
+        began = time.monotonic()
+        stop_between_batches(query, spec, timeout=60)
+        took = time.monotonic() - began
+    finally:
+        if query.isActive:
+            query.stop()
+    assert query.exception() is None
+    assert took < 30, took
+    checkpoint = json.loads((sink / "metadata").read_bytes())["checkpoint-ts"]
+    assert start < checkpoint < end  # stopped between two batches of the backlog, not after catching up
+    assert unindexed_data_files(sink) == []
+    assert not spec.drain_path.exists()
