@@ -7,11 +7,12 @@ import logging
 import os
 import signal
 import socket
+import threading
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sparkcdc.errors import ConfigError
+from sparkcdc.errors import ConfigError, SparkcdcError
 from sparkcdc.server.api import create_app
 from sparkcdc.server.changefeed import ChangefeedManager
 from sparkcdc.server.gc import GcPolicy
@@ -65,6 +66,12 @@ def parse_tz(tz: str) -> str | None:
     return tz
 
 
+# Libraries whose INFO lines are per-connection chatter, not lifecycle: py4j logs every closed connection, and
+# every failed call with its traceback (chained through each retry: thousands of lines when the JVM went away);
+# uvicorn repeats our start and stop lines; mysql-replication prints its settings at each (re)connect.
+_CHATTY = ("py4j", "uvicorn.error", "pymysqlreplication")
+
+
 def setup_logging(log_file: Path | None, level: str) -> None:
     handler: logging.Handler = logging.FileHandler(log_file) if log_file else logging.StreamHandler()
     handler.setFormatter(logging.Formatter("[%(asctime)s] [%(levelname)s] [%(name)s] %(message)s"))
@@ -73,6 +80,8 @@ def setup_logging(log_file: Path | None, level: str) -> None:
         root.removeHandler(h)
     root.addHandler(handler)
     root.setLevel(_LEVELS.get(level.lower(), logging.INFO))
+    for name in _CHATTY:
+        logging.getLogger(name).setLevel(logging.NOTSET if level.lower() == "debug" else logging.WARNING)
 
 
 def upstream_id(uri: str | None) -> int:
@@ -113,63 +122,131 @@ def lock_data_dir(data_dir: Path) -> int:
     return fd
 
 
-def _exit_on_sigterm(signum: int, frame: object) -> None:
-    raise SystemExit(0)
+class StoppedWhileStarting(BaseException):
+    """A stop signal came before any changefeed started: give up starting (BaseException, like
+    KeyboardInterrupt, so no ``except Exception`` on the way swallows it)."""
+
+
+class StopSignals:
+    """SIGINT, SIGTERM and SIGHUP of ``cdc server``: the first asks for an orderly stop (``requested`` is set:
+    the API stops, running micro-batches commit, Spark stops); another one exits at once, abandoning running
+    micro-batches (their files are never indexed; a restart redoes them from the checkpoint, as after kill -9).
+
+    Handlers run in the main thread, so the main thread only waits on ``requested``. Spark's JVM ignores these
+    signals (``sparkcdc.pipeline.gateway``): a terminal or service manager signalling the whole process group
+    reaches only this process, which decides when Spark stops.
+    """
+
+    SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+
+    def __init__(self) -> None:
+        self.requested = threading.Event()
+        self.name = ""
+        self.starting = True  # until changefeeds start: a signal abandons the start-up (capture waits up to 60s)
+
+    def install(self) -> None:
+        for sig in self.SIGNALS:
+            signal.signal(sig, self._handle)
+
+    def _handle(self, signum: int, frame: object) -> None:
+        name = signal.Signals(signum).name
+        if not self.requested.is_set():
+            self.name = name
+            self.requested.set()
+            if self.starting:
+                raise StoppedWhileStarting(name)
+            return
+        log.warning("received %s while stopping: exiting now; running micro-batches are abandoned and redone "
+                    "after a restart", name)  # fmt: skip
+        for handler in logging.getLogger().handlers:
+            handler.flush()
+        os._exit(1)
+
+
+def _serve(manager: ChangefeedManager, host: str, port: int, sock: socket.socket, stop: StopSignals) -> None:
+    """Serve the Open API on a thread until a stop signal (uvicorn installs no signal handlers outside the main
+    thread, so ours decide). Raises SparkcdcError when the API server ends by itself."""
+    import uvicorn
+
+    config = uvicorn.Config(
+        create_app(manager),
+        host=host,
+        port=port,
+        log_config=None,
+        access_log=False,
+        lifespan="off",
+        timeout_graceful_shutdown=5,
+    )
+    server = uvicorn.Server(config)
+    api = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, name="open-api", daemon=True)
+    api.start()
+    while not stop.requested.wait(0.5):
+        if not api.is_alive():
+            raise SparkcdcError("the Open API server stopped unexpectedly; see the log above")
+    log.info("stopping cdc server (%s): running micro-batches commit first; send it again to exit at once",
+             stop.name)  # fmt: skip
+    server.should_exit = True
+    api.join(10)
 
 
 def run_server(opts: ServerOptions) -> None:
-    """Run until SIGINT/SIGTERM. Raises ConfigError for bad options (before anything starts)."""
-    import uvicorn
-
+    """Run until SIGINT, SIGTERM or SIGHUP (``StopSignals``), then stop in order and return. Raises ConfigError
+    for bad options (before anything starts), SparkcdcError when the Open API stops by itself."""
     host, port = parse_addr(opts.addr)
     tz = parse_tz(opts.tz)
     if opts.upstream:
         parse_mysql_uri(opts.upstream)
     if opts.log_file:
-        opts.log_file.parent.mkdir(parents=True, exist_ok=True)
+        try:
+            opts.log_file.parent.mkdir(parents=True, exist_ok=True)
+        except OSError as e:
+            raise ConfigError(f"cannot use --log-file {opts.log_file}: {e.strerror or e}") from e
     lock_fd = lock_data_dir(Path(opts.data_dir))
     sock = listen(host, port)
-    setup_logging(opts.log_file, opts.log_level)
-    store = MetaStore(opts.data_dir)
-    ctx = RunnerContext(
-        data_dir=Path(opts.data_dir),
-        upstream_uri=opts.upstream,
-        spark_master=opts.spark_master,
-        log_level=opts.log_level,
-        server_addr=opts.addr,
-        tz=tz,
-        relay_segment_bytes=opts.relay_segment_bytes,
-    )
-    runner = create_runner(opts.runner, ctx)
-    manager = ChangefeedManager(
-        store,
-        runner,
-        addr=opts.addr,
-        upstream_id=upstream_id(opts.upstream),
-        poll_interval=opts.poll_interval,
-        gc=opts.gc,
-    )
-    # uvicorn re-raises SIGTERM after its graceful shutdown; turn it into SystemExit so the finally below
-    # stops the changefeeds' pipelines instead of the process dying under them.
-    signal.signal(signal.SIGTERM, _exit_on_sigterm)
-    bound = sock.getsockname()
-    log.info("starting cdc server addr=%s:%s data_dir=%s runner=%s", bound[0], bound[1], opts.data_dir, opts.runner)
     try:
-        manager.start()
-        config = uvicorn.Config(
-            create_app(manager),
-            host=host,
-            port=port,
-            log_config=None,
-            access_log=False,
-            lifespan="off",
-            timeout_graceful_shutdown=5,
-        )
-        server = uvicorn.Server(config)
-        server.run(sockets=[sock])
-    finally:
-        log.info("stopping cdc server")
-        manager.close()
-        store.close()
+        setup_logging(opts.log_file, opts.log_level)
+    except OSError as e:
         sock.close()
         os.close(lock_fd)
+        raise ConfigError(f"cannot write --log-file {opts.log_file}: {e.strerror or e}") from e
+    bound = sock.getsockname()
+    log.info("starting cdc server pid=%d addr=%s:%s data_dir=%s runner=%s", os.getpid(), bound[0], bound[1],
+             opts.data_dir, opts.runner)  # fmt: skip
+    store: MetaStore | None = None
+    manager: ChangefeedManager | None = None
+    stop = StopSignals()
+    stop.install()
+    try:
+        store = MetaStore(opts.data_dir)
+        ctx = RunnerContext(
+            data_dir=Path(opts.data_dir),
+            upstream_uri=opts.upstream,
+            spark_master=opts.spark_master,
+            log_level=opts.log_level,
+            server_addr=opts.addr,
+            tz=tz,
+            relay_segment_bytes=opts.relay_segment_bytes,
+        )
+        runner = create_runner(opts.runner, ctx)
+        manager = ChangefeedManager(
+            store,
+            runner,
+            addr=opts.addr,
+            upstream_id=upstream_id(opts.upstream),
+            poll_interval=opts.poll_interval,
+            gc=opts.gc,
+        )
+        stop.starting = False
+        if not stop.requested.is_set():
+            manager.start()
+            _serve(manager, host, port, sock, stop)
+    except StoppedWhileStarting:
+        log.info("stopping cdc server (%s) while it was starting", stop.name)
+    finally:
+        if manager is not None:
+            manager.close()
+        if store is not None:
+            store.close()
+        sock.close()
+        os.close(lock_fd)
+    log.info("cdc server stopped")

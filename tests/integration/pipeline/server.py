@@ -41,6 +41,36 @@ def server_env(extra: dict[str, str] | None = None) -> dict[str, str]:
     return env
 
 
+def _proc_stat(pid: int) -> list[str] | None:
+    """Fields of /proc/<pid>/stat after the command name: state, ppid, pgrp, session, ..."""
+    try:
+        with open(f"/proc/{pid}/stat") as f:
+            return f.read().rsplit(")", 1)[1].split()
+    except OSError:
+        return None
+
+
+def child_sessions(pid: int) -> set[int]:
+    """Sessions of ``pid``'s children other than its own: Spark's JVM runs in a session of its own."""
+    own = _proc_stat(pid)
+    out: set[int] = set()
+    for entry in os.listdir("/proc"):
+        fields = _proc_stat(int(entry)) if entry.isdigit() else None
+        if own is not None and fields is not None and int(fields[1]) == pid and fields[3] != own[3]:
+            out.add(int(fields[3]))
+    return out
+
+
+def session_members(sessions: set[int]) -> list[int]:
+    """Live processes (zombies left out: the container's init may reap them late) of ``sessions``."""
+    out = []
+    for entry in os.listdir("/proc"):
+        fields = _proc_stat(int(entry)) if entry.isdigit() else None
+        if fields is not None and int(fields[3]) in sessions and fields[0] != "Z":
+            out.append(int(entry))
+    return out
+
+
 class SparkServer:
     """``cdc server`` with the Spark runner on a free port, a private data dir, and the given upstream;
     ``args`` are extra ``cdc server`` options."""
@@ -86,13 +116,20 @@ class SparkServer:
         return p.read_text()[-3000:] if p.exists() else ""
 
     def kill(self) -> None:
-        """kill -9 the server and everything it started (Spark's JVM and Python workers)."""
+        """kill -9 the server and everything it started (Spark's JVM, in a session of its own, and the Python
+        workers the JVM started)."""
         if self.proc is None:
             return
+        spark = child_sessions(self.proc.pid)
         try:
             os.killpg(self.proc.pid, signal.SIGKILL)
         except ProcessLookupError:
             pass
+        for pid in session_members(spark):
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except ProcessLookupError:
+                pass
         self.proc.wait(30)
         self.proc = None
 
