@@ -7,7 +7,8 @@ from typing import Any
 
 import httpx
 
-from sparkcdc.errors import SparkcdcError
+from sparkcdc.errors import ConfigError, SparkcdcError
+from sparkcdc.server.model import validate_changefeed_id
 
 DEFAULT_SERVER = "http://127.0.0.1:8300"
 
@@ -21,13 +22,45 @@ def _message(code: str, text: str) -> str:
     return text[len(prefix) :] if text.startswith(prefix) else text
 
 
+def server_url(server: str) -> str:
+    """The base URL of ``--server`` (``host:port`` means ``http://host:port``), checked before any request, so a
+    malformed value is one line instead of httpx's traceback. Raises ConfigError."""
+    text = server.strip()
+    if "://" not in text:
+        text = "http://" + text
+    try:
+        url = httpx.URL(text)
+        if url.scheme not in ("http", "https"):
+            raise ValueError(f"unsupported scheme {url.scheme!r}")
+        if not url.host:
+            raise ValueError("no host")
+        if url.port is not None and not 0 < url.port <= 65535:
+            raise ValueError(f"port {url.port} is out of range")
+        try:
+            url.host.encode("idna")  # what the resolver does with it: a label of 64+ characters fails there
+        except UnicodeError as e:
+            raise ValueError(f"invalid host name {url.host!r}") from e
+    except (httpx.InvalidURL, ValueError) as e:
+        raise ConfigError(
+            f"invalid --server {server!r}: {str(e).rstrip('.')}; use the URL of a cdc server's Open API, such as "
+            f"{DEFAULT_SERVER}",
+            code="CDC:ErrInvalidServerOption",
+        ) from e
+    return str(url).rstrip("/")
+
+
+def _changefeed_path(changefeed_id: str, suffix: str = "") -> str:
+    """``/changefeeds/<id><suffix>``; the id is checked first (TiCDC's rule and message), since a path built
+    from ``a/b``, ``a?x`` or control characters would name another resource or fail inside httpx."""
+    validate_changefeed_id(changefeed_id)
+    return f"/changefeeds/{changefeed_id}{suffix}"
+
+
 class APIClient:
     def __init__(self, server: str = DEFAULT_SERVER, timeout: float = 60.0) -> None:
-        server = server.rstrip("/")
-        if "://" not in server:
-            server = "http://" + server
-        self.server = server
-        self._http = httpx.Client(base_url=server + "/api/v2", timeout=timeout)
+        """Raises ConfigError for a malformed ``server``."""
+        self.server = server_url(server)
+        self._http = httpx.Client(base_url=self.server + "/api/v2", timeout=timeout)
 
     def close(self) -> None:
         self._http.close()
@@ -59,6 +92,12 @@ class APIClient:
                 code = str(data["error_code"]) or "CDC:ErrInternal"
                 raise APIError(_message(code, str(data.get("error_msg", ""))), code=code)
             raise APIError(f"the server answered {resp.status_code}", code="CDC:ErrInternal")
+        if not isinstance(data, dict):  # every Open API v2 answer is an object
+            raise SparkcdcError(
+                f"the server at {self.server} answered {method} {path} with JSON that is not an Open API v2 "
+                "object; check that --server names a cdc server",
+                code="CDC:ErrCliInvalidResponse",
+            )
         return data
 
     # -- Open API v2 ----------------------------------------------------------------------------------------
@@ -75,31 +114,31 @@ class APIClient:
         return list(data.get("items") or [])
 
     def get(self, namespace: str, changefeed_id: str) -> dict[str, Any]:
-        result: dict[str, Any] = self._call("GET", f"/changefeeds/{changefeed_id}", params={"namespace": namespace})
+        result: dict[str, Any] = self._call("GET", _changefeed_path(changefeed_id), params={"namespace": namespace})
         return result
 
     def update(self, namespace: str, changefeed_id: str, body: dict[str, Any]) -> dict[str, Any]:
         result: dict[str, Any] = self._call(
-            "PUT", f"/changefeeds/{changefeed_id}", body=body, params={"namespace": namespace}
+            "PUT", _changefeed_path(changefeed_id), body=body, params={"namespace": namespace}
         )
         return result
 
     def delete(self, namespace: str, changefeed_id: str) -> None:
-        self._call("DELETE", f"/changefeeds/{changefeed_id}", params={"namespace": namespace})
+        self._call("DELETE", _changefeed_path(changefeed_id), params={"namespace": namespace})
 
     def pause(self, namespace: str, changefeed_id: str) -> None:
-        self._call("POST", f"/changefeeds/{changefeed_id}/pause", params={"namespace": namespace})
+        self._call("POST", _changefeed_path(changefeed_id, "/pause"), params={"namespace": namespace})
 
     def resume(self, namespace: str, changefeed_id: str, overwrite_checkpoint_ts: int = 0) -> None:
         self._call(
             "POST",
-            f"/changefeeds/{changefeed_id}/resume",
+            _changefeed_path(changefeed_id, "/resume"),
             body={"overwrite_checkpoint_ts": overwrite_checkpoint_ts},
             params={"namespace": namespace},
         )
 
     def status(self, namespace: str, changefeed_id: str) -> dict[str, Any]:
         result: dict[str, Any] = self._call(
-            "GET", f"/changefeeds/{changefeed_id}/status", params={"namespace": namespace}
+            "GET", _changefeed_path(changefeed_id, "/status"), params={"namespace": namespace}
         )
         return result

@@ -27,6 +27,8 @@ def _load_toml(path: str) -> dict[str, Any]:
         raise ConfigError(f"cannot read --config {path}: {e.strerror}") from None
     except tomllib.TOMLDecodeError as e:
         raise ConfigError(f"--config {path} is not valid TOML: {e}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"--config {path} is not UTF-8 text") from None
 
 
 def _parse_interval(text: str) -> float:
@@ -175,10 +177,14 @@ def _sleep(seconds: float, stop: list[bool]) -> None:
 
 
 def _setup_logging(log_file: str, level: str) -> None:
+    """Raises ConfigError when ``log_file`` cannot be opened for appending."""
     root = logging.getLogger()
     root.setLevel({"warn": logging.WARNING}.get(level.lower(), getattr(logging, level.upper(), logging.INFO)))
     if log_file:
-        handler: logging.Handler = logging.FileHandler(log_file)
+        try:
+            handler: logging.Handler = logging.FileHandler(log_file)
+        except OSError as e:
+            raise ConfigError(f"cannot write --log-file {log_file}: {e.strerror or e}") from None
         handler.setFormatter(logging.Formatter("[%(asctime)s] [%(levelname)s] %(name)s: %(message)s"))
         for h in list(root.handlers):
             root.removeHandler(h)

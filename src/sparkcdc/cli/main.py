@@ -57,3 +57,13 @@ def main() -> None:
             logging.getLogger(__name__).exception("command failed")
         click.echo(f"Error: [{e.code}] {e.message}", err=True)
         sys.exit(1)
+    except Exception as e:  # a bug, or input nobody checked yet: still one line; the traceback with debug
+        if logging.getLogger().isEnabledFor(logging.DEBUG):
+            logging.getLogger(__name__).exception("command failed")
+        detail = " ".join(str(e).split())[:500] or type(e).__name__
+        click.echo(
+            f"Error: [CDC:ErrInternal] unexpected {type(e).__name__}: {detail} "
+            "(run with `cdc --log-level debug` for the traceback)",
+            err=True,
+        )
+        sys.exit(1)
