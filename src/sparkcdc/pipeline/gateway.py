@@ -31,8 +31,8 @@ def ensure_detached_gateway(conf: dict[str, str]) -> None:
     from pyspark import SparkConf, SparkContext
     from pyspark.java_gateway import launch_gateway
 
-    if SparkContext._gateway is not None:  # a JVM started earlier (or PYSPARK_GATEWAY_PORT): keep it
-        return
+    if SparkContext._gateway is not None or "PYSPARK_GATEWAY_PORT" in os.environ:
+        return  # a JVM started earlier, or one that started us (spark-submit): not ours to change
     spark_conf = SparkConf(loadDefaults=False)
     for k, v in conf.items():
         spark_conf.set(k, v)
