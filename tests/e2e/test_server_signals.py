@@ -30,7 +30,7 @@ from tests.integration.pipeline.server import (
 
 pytestmark = pytest.mark.e2e
 
-_PLANNED = re.compile(r"latestOffset -> (\d+)$")
+_PLANNED = re.compile(r"latestOffset \d+ -> (\d+)(?: \(behind\))?$")
 
 
 def planned_batch(trace: Path, after: int) -> int | None:
@@ -114,3 +114,4 @@ def test_signal_to_process_group_stops_cleanly(
     for name, rows in work.expected().items():
         assert got.get(name, {}) == rows, name
     assert layout_violations(storage) == []
+

@@ -6,6 +6,7 @@ import logging
 import os
 import sys
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,8 @@ _SESSION_DEFAULTS = {
 # changefeed; C1 alone cut the JVM's CPU per idle batch from ~0.5 to ~0.23 core-seconds with equal or better
 # throughput (benchmarks/changefeed.py).
 DRIVER_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
+# How often Spark asks the relay source for a new batch; a poll with nothing to plan runs no Spark job.
+TRIGGER_POLL_SECONDS = 0.5
 
 
 def build_session(master: str, app_name: str = "sparkcdc", extra: dict[str, str] | None = None) -> Any:
@@ -82,8 +85,11 @@ def start_query(spark: Any, spec: FeedSpec, *, trigger_seconds: float | None = N
     """Write the spec under ``spec.state_dir`` and start the query; returns the StreamingQuery.
 
     The Spark checkpoint lives in ``<state_dir>/spark``: a restart with it resumes at the last committed batch.
-    ``trigger_seconds`` defaults to the sink's flush-interval. ``worker-count`` bounds the writer tasks; there are
-    no more of them than the cluster's task slots, since each task costs fixed work per micro-batch.
+    ``trigger_seconds`` (the pause between micro-batches while caught up) defaults to the sink's flush-interval.
+    The query's Spark trigger is at most ``TRIGGER_POLL_SECONDS``: the source plans a batch when that pause has
+    passed, or at once when the last batch was cut short (DDL barrier, byte cap), so a backlog is read back to
+    back instead of one batch per flush-interval. ``worker-count`` bounds the writer tasks; there are no more of
+    them than the cluster's task slots, since each task costs fixed work per micro-batch.
     """
     from sparkcdc.pipeline.relay_source import NAME as SOURCE
     from sparkcdc.pipeline.storage_sink import NAME as SINK
@@ -95,13 +101,14 @@ def start_query(spark: Any, spec: FeedSpec, *, trigger_seconds: float | None = N
     except Exception:  # not a classic (JVM) session: nothing to activate
         log.debug("cannot set the active session", exc_info=True)
     register(spark)
+    sink = spec.sink_config()
+    interval = trigger_seconds if trigger_seconds is not None else sink.flush_interval
+    spec = replace(spec, batch_interval=interval)
     state = Path(spec.state_dir)
     state.mkdir(parents=True, exist_ok=True)
     spec.drain_path.unlink(missing_ok=True)  # left by a stop that never finished
     spec_path = state / "spec.json"
     spec.save(spec_path)
-    sink = spec.sink_config()
-    interval = trigger_seconds if trigger_seconds is not None else sink.flush_interval
     writers = min(sink.worker_count, spark.sparkContext.defaultParallelism)
     df = spark.readStream.format(SOURCE).option("spec", str(spec_path)).load()
     df = df.repartition(writers, writer_route(spark, writers))
@@ -110,10 +117,11 @@ def start_query(spark: Any, spec: FeedSpec, *, trigger_seconds: float | None = N
         .option("spec", str(spec_path))
         .option("checkpointLocation", str(state / "spark"))
         .queryName(_query_name(spec.changefeed))
-        .trigger(processingTime=f"{interval} seconds")
+        .trigger(processingTime=f"{min(interval, TRIGGER_POLL_SECONDS)} seconds")
         .start()
     )
-    log.info("changefeed=%s query started from %d (trigger %.1fs, %d writer tasks for worker-count %d)",
+    log.info("changefeed=%s query started from %d (batches every %.1fs when caught up, %d writer tasks for "
+             "worker-count %d)",
              spec.changefeed, spec.start_ts, interval, writers, sink.worker_count)  # fmt: skip
     return query
 

@@ -9,6 +9,10 @@ Offsets are ``{"resolved_ts": n}``, read from the relay log's durable progress (
   writes the DDL's schema file after the batch's data, and later rows go to the next batch),
 * the commit-ts where the batch's relay bytes pass ``max_batch_bytes`` (bounded writer memory).
 
+Pacing: Spark polls ``latestOffset`` every trigger (short); a caught-up query plans a batch only once per
+``batch_interval`` (the sink's flush-interval), but right after a batch the DDL barrier or the byte cap cut short
+the next one is planned at once, so a backlog (or an upstream with frequent DDL) is read back to back.
+
 Partitions are transaction-aligned relay chunks (decoded on executors) plus one ``mark`` partition that emits
 the batch's end offset for the sink's commit. ``partitions()`` returns ``[]`` for an empty range.
 """
@@ -69,9 +73,11 @@ class RelayStreamReader(DataSourceStreamReader):
         self.spec = spec
         self._conn: sqlite3.Connection | None = None
         self._last: dict[str, int] | None = None
+        self._next_batch_at = 0.0  # monotonic: when a caught-up query plans its next batch
+        self._behind = False  # the last batch stopped short of what the relay log had
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"spec": self.spec, "_conn": None, "_last": None}
+        return {"spec": self.spec, "_conn": None, "_last": None, "_next_batch_at": 0.0, "_behind": False}
 
     # -- driver ------------------------------------------------------------------------------------
     def _db(self) -> sqlite3.Connection:
@@ -99,18 +105,21 @@ class RelayStreamReader(DataSourceStreamReader):
     def latestOffset(self, start: dict[str, int] | None = None, limit: Any = None) -> dict[str, int]:
         if start is None:
             start = self._last or self.initialOffset()
-        self._trace(f"latestOffset start={start}")
         begin = int(start["resolved_ts"])
         if self.spec.drain_path.exists():  # stopping: let the running batch be the last one
             self._trace("latestOffset draining")
             return {"resolved_ts": begin}
         db = self._db()
         row = db.execute("SELECT resolved_ts FROM progress WHERE id = 1").fetchone()
-        end = int(row[0]) if row else 0
+        available = int(row[0]) if row else 0
         if self.spec.target_ts:
-            end = min(end, self.spec.target_ts)
-        if end <= begin:
+            available = min(available, self.spec.target_ts)
+        if available <= begin:
             return {"resolved_ts": begin}
+        now = time.monotonic()
+        if not self._behind and now < self._next_batch_at:  # caught up: one batch per batch_interval
+            return {"resolved_ts": begin}
+        end = available
         ddl = db.execute(
             "SELECT MIN(commit_ts) FROM txn WHERE is_ddl = 1 AND commit_ts > ? AND commit_ts <= ?", (begin, end)
         ).fetchone()[0]
@@ -123,8 +132,10 @@ class RelayStreamReader(DataSourceStreamReader):
         ).fetchone()
         if capped is not None:
             end = min(end, int(capped[0]))
+        self._behind = end < available
+        self._next_batch_at = now + self.spec.batch_interval
         self._last = {"resolved_ts": end}
-        self._trace(f"latestOffset -> {end}")
+        self._trace(f"latestOffset {begin} -> {end}{' (behind)' if self._behind else ''}")
         return {"resolved_ts": end}
 
     def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[InputPartition]:

@@ -26,7 +26,9 @@ class FeedSpec:
     ``start_ts``: the query's first offset (rows with commit-ts > it); ``target_ts``: 0 or the last commit-ts to
     replicate; ``sink_start_ts``: TiCDC's TableSinkStartTs (directory version floor, the checkpoint this run
     started from); ``capture_dir``: the puller's data dir (relay log); ``state_dir``: the changefeed's private
-    dir where the driver-side commit records its checkpoint (``progress.json``).
+    dir where the driver-side commit records its checkpoint (``progress.json``); ``batch_interval``: seconds
+    between micro-batches while the query is caught up (the sink's flush-interval); a batch the DDL barrier or
+    ``max_batch_bytes`` cut short is followed at once.
     """
 
     changefeed: str
@@ -40,6 +42,7 @@ class FeedSpec:
     chunk_bytes: int = DEFAULT_CHUNK_BYTES
     max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES
     tz: str | None = None
+    batch_interval: float = 0.0
 
     def __post_init__(self) -> None:
         if self.start_ts < 0 or self.target_ts < 0:
