@@ -327,7 +327,7 @@ def test_server_refuses_busy_port_and_shared_data_dir(server: CdcServer, tmp_pat
     other = tmp_path / "other"
     r = run("--addr", f"127.0.0.1:{server.port}", "--data-dir", str(other))
     one_error(r, "cannot listen on")
-    r = run("--addr", f"127.0.0.1:{free_port()}", "--data-dir", str(server.data_dir))
+    r = run("--addr", f"127.0.0.1:{free_port()}", "--data-dir", str(server.data_dir), "--lock-wait", "1")
     one_error(r, "is used by another cdc server")
     one_error(run("--addr", "nowhere", "--data-dir", str(other)), "invalid --addr")
     one_error(run("--upstream", "ftp://h", "--data-dir", str(other)), "invalid upstream URI")

@@ -115,3 +115,37 @@ def test_signal_to_process_group_stops_cleanly(
         assert got.get(name, {}) == rows, name
     assert layout_violations(storage) == []
 
+
+def test_a_killed_servers_spark_holds_the_data_dir_until_it_exits(mariadb: MariaDB, tmp_path: Path) -> None:
+    """kill -9 of the server alone: its JVM (own session) lives on for a moment and could still commit a batch,
+    so it keeps the data-dir lock until it exits, and a new server waits for it instead of writing beside it."""
+    import fcntl
+
+    server = SparkServer(tmp_path, mariadb.port or 0).start()
+    assert server.proc is not None
+    deadline = time.monotonic() + 120
+    while not (spark := child_sessions(server.proc.pid)) and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert spark, "Spark's JVM did not start"
+    os.kill(server.proc.pid, signal.SIGKILL)
+    server.proc.wait(30)
+    server.proc = None
+    fd = os.open(server.data_dir / "LOCK", os.O_RDWR)
+    try:
+        with pytest.raises(BlockingIOError):
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # the orphaned JVM holds it
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                break
+            except BlockingIOError:
+                assert time.monotonic() < deadline, "the orphaned JVM kept the data-dir lock for 60s"
+                time.sleep(0.05)
+        jvm = spark  # the JVM leads its session: its pid is the session id
+        assert not set(session_members(spark)) & jvm  # free only once the JVM is gone
+        fcntl.flock(fd, fcntl.LOCK_UN)
+    finally:
+        os.close(fd)
+    server.start()  # a restart right after the kill waits for the lock, then runs
+    server.stop()

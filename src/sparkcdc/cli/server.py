@@ -78,6 +78,13 @@ from sparkcdc.server.runner import RUNNERS
     help="Size at which the relay log starts a new segment (tests).",
 )
 @click.option(
+    "--lock-wait",
+    type=click.FloatRange(0),
+    default=30.0,
+    hidden=True,
+    help="Seconds to wait for a busy --data-dir lock (the Spark processes of a just-stopped server hold it).",
+)
+@click.option(
     "--status-interval",
     type=click.FloatRange(0.05, 60),
     default=0.5,
@@ -98,6 +105,7 @@ def server(
     gc_interval: float,
     gc_life_time: float,
     relay_segment_bytes: int,
+    lock_wait: float,
 ) -> None:
     """Start a cdc server (one node owning every changefeed)."""
     from sparkcdc.server.gc import GcPolicy
@@ -116,5 +124,6 @@ def server(
             tz=tz,
             gc=GcPolicy(ttl_s=gc_ttl, life_time_s=gc_life_time, interval_s=gc_interval),
             relay_segment_bytes=relay_segment_bytes,
+            lock_wait=lock_wait,
         )
     )

@@ -24,10 +24,13 @@ log = logging.getLogger(__name__)
 DRIVER_OWNED_SIGNALS = ("INT", "TERM", "HUP")
 
 
-def ensure_detached_gateway(conf: dict[str, str]) -> None:
+def ensure_detached_gateway(conf: dict[str, str], hold_fds: tuple[int, ...] = ()) -> None:
     """Start the JVM for ``conf`` (``spark.master`` and ``spark.app.name`` included) in its own session,
     ignoring ``DRIVER_OWNED_SIGNALS``, and create the SparkContext on it, unless this process already has a
-    JVM (then the SparkSession builder reuses it as it is). Raises what SparkContext raises."""
+    JVM (then the SparkSession builder reuses it as it is). The JVM inherits ``hold_fds`` and keeps them open
+    until it exits: ``cdc server`` passes its data-dir lock, so after a ``kill -9`` of the server no new server
+    takes the data dir while the old JVM (which outlives the driver for a moment) may still commit a batch.
+    Raises what SparkContext raises."""
     from pyspark import SparkConf, SparkContext
     from pyspark.java_gateway import launch_gateway
 
@@ -36,7 +39,8 @@ def ensure_detached_gateway(conf: dict[str, str]) -> None:
     spark_conf = SparkConf(loadDefaults=False)
     for k, v in conf.items():
         spark_conf.set(k, v)
-    gateway = launch_gateway(spark_conf, popen_kwargs={"start_new_session": True})  # type: ignore[no-untyped-call]
+    popen_kwargs = {"start_new_session": True, "pass_fds": hold_fds}
+    gateway = launch_gateway(spark_conf, popen_kwargs=popen_kwargs)  # type: ignore[no-untyped-call]
     ignore_shutdown_signals(gateway.jvm)
     SparkContext(conf=spark_conf, gateway=gateway)
 

@@ -48,11 +48,13 @@ DRIVER_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
 TRIGGER_POLL_SECONDS = 0.5
 
 
-def build_session(master: str, app_name: str = "sparkcdc", extra: dict[str, str] | None = None) -> Any:
+def build_session(
+    master: str, app_name: str = "sparkcdc", extra: dict[str, str] | None = None, hold_fds: tuple[int, ...] = ()
+) -> Any:
     """A SparkSession for pipelines; ``extra`` settings win over the defaults, except that
     ``spark.driver.extraJavaOptions`` is appended to ``DRIVER_JAVA_OPTIONS``. JVM options only take effect when
     this call starts the JVM (the first session of the process); that JVM ignores the signals that stop the
-    driver (``gateway``), so stopping Spark is the driver's decision."""
+    driver (``gateway``), so stopping Spark is the driver's decision, and holds ``hold_fds`` open while it lives."""
     spark_env()
     from pyspark.sql import SparkSession
 
@@ -61,7 +63,7 @@ def build_session(master: str, app_name: str = "sparkcdc", extra: dict[str, str]
     conf = {**_SESSION_DEFAULTS, **(extra or {})}
     java = conf.get("spark.driver.extraJavaOptions", "")
     conf["spark.driver.extraJavaOptions"] = f"{DRIVER_JAVA_OPTIONS} {java}".strip()
-    ensure_detached_gateway({"spark.master": master, "spark.app.name": app_name, **conf})
+    ensure_detached_gateway({"spark.master": master, "spark.app.name": app_name, **conf}, hold_fds)
     builder = SparkSession.builder.master(master).appName(app_name)
     for k, v in conf.items():
         builder = builder.config(k, v)

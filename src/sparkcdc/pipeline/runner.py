@@ -194,7 +194,7 @@ class SparkRunner:
         from sparkcdc.pipeline.query import build_session
 
         try:
-            self._spark = build_session(self.ctx.spark_master, "sparkcdc-server")
+            self._spark = build_session(self.ctx.spark_master, "sparkcdc-server", hold_fds=self.ctx.hold_fds)
         except BaseException as e:  # reported by the next start()
             self._spark_error = e
         finally:

@@ -8,6 +8,7 @@ import os
 import signal
 import socket
 import threading
+import time
 import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -23,6 +24,7 @@ from sparkcdc.server.upstream import parse_mysql_uri
 
 log = logging.getLogger(__name__)
 
+LOCK_WAIT_SECONDS = 30.0
 _LEVELS = {"debug": logging.DEBUG, "info": logging.INFO, "warn": logging.WARNING, "error": logging.ERROR}
 
 
@@ -39,6 +41,7 @@ class ServerOptions:
     tz: str = "System"
     gc: GcPolicy = field(default_factory=GcPolicy)
     relay_segment_bytes: int = 256 << 20
+    lock_wait: float = LOCK_WAIT_SECONDS
 
     def __repr__(self) -> str:
         up = mask_sink_uri(self.upstream) if self.upstream else None
@@ -107,19 +110,29 @@ def listen(host: str, port: int) -> socket.socket:
     return sock
 
 
-def lock_data_dir(data_dir: Path) -> int:
-    """Hold an exclusive lock on ``<data-dir>/LOCK`` for the process lifetime: one server per data dir."""
+def lock_data_dir(data_dir: Path, wait: float = LOCK_WAIT_SECONDS) -> int:
+    """Hold an exclusive lock on ``<data-dir>/LOCK`` for the process lifetime: one server per data dir.
+
+    Spark's JVM inherits the lock (``RunnerContext.hold_fds``) and outlives a killed server for a moment (until
+    it sees its stdin close), so a busy lock is retried for ``wait`` seconds before it is an error."""
     try:
         data_dir.mkdir(parents=True, exist_ok=True)
         fd = os.open(data_dir / "LOCK", os.O_RDWR | os.O_CREAT, 0o644)
     except OSError as e:
         raise ConfigError(f"cannot use --data-dir {data_dir}: {e.strerror or e}") from e
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-    except OSError as e:
-        os.close(fd)
-        raise ConfigError(f"--data-dir {data_dir} is used by another cdc server; stop it or choose another") from e
-    return fd
+    deadline = time.monotonic() + wait
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return fd
+        except OSError as e:
+            if time.monotonic() >= deadline:
+                os.close(fd)
+                raise ConfigError(
+                    f"--data-dir {data_dir} is used by another cdc server (or by the Spark processes of one that "
+                    "was just stopped); stop it or choose another"
+                ) from e
+            time.sleep(0.1)
 
 
 class StoppedWhileStarting(BaseException):
@@ -201,7 +214,7 @@ def run_server(opts: ServerOptions) -> None:
             opts.log_file.parent.mkdir(parents=True, exist_ok=True)
         except OSError as e:
             raise ConfigError(f"cannot use --log-file {opts.log_file}: {e.strerror or e}") from e
-    lock_fd = lock_data_dir(Path(opts.data_dir))
+    lock_fd = lock_data_dir(Path(opts.data_dir), opts.lock_wait)
     sock = listen(host, port)
     try:
         setup_logging(opts.log_file, opts.log_level)
@@ -226,6 +239,7 @@ def run_server(opts: ServerOptions) -> None:
             server_addr=opts.addr,
             tz=tz,
             relay_segment_bytes=opts.relay_segment_bytes,
+            hold_fds=(lock_fd,),
         )
         runner = create_runner(opts.runner, ctx)
         manager = ChangefeedManager(

@@ -72,6 +72,9 @@ class RunnerContext:
     server_addr: str = ""
     tz: str | None = None  # IANA zone for TIMESTAMP values (cdc server --tz); None = the system zone
     relay_segment_bytes: int = 256 << 20  # where the capture's relay log rotates (small in tests)
+    # file descriptors the runner's engine processes keep open while they live (the data-dir lock, so that a new
+    # server waits until a killed server's Spark JVM, which outlives it for a moment, has exited)
+    hold_fds: tuple[int, ...] = ()
 
     def changefeed_dir(self, namespace: str, changefeed_id: str) -> Path:
         """Where a runner keeps private state of one changefeed (Spark checkpoints, …)."""
