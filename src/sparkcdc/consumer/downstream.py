@@ -21,6 +21,7 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from sparkcdc.errors import ConfigError, SparkcdcError
+from sparkcdc.masking import mask_uri
 
 log = logging.getLogger(__name__)
 
@@ -257,22 +258,6 @@ def _column_of(message: str) -> str:
         return text[1:-1]
     last: str = re.findall(r"`((?:[^`]|``)*)`", text)[-1]
     return last.replace("``", "`")
-
-
-def mask_uri(uri: str) -> str:
-    """The URI with any password replaced by ``******`` (works on malformed input too)."""
-    try:
-        parts = urlsplit(uri)
-        if parts.password:
-            netloc = parts.netloc.replace(f":{parts.password}@", ":******@", 1)
-            return parts._replace(netloc=netloc).geturl()
-    except ValueError:
-        pass
-    if "@" in uri and "://" in uri:
-        scheme, rest = uri.split("://", 1)
-        auth, _, tail = rest.rpartition("@")
-        return f"{scheme}://{auth.split(':', 1)[0]}:******@{tail}"
-    return uri
 
 
 def safe_error(error: BaseException, password: str) -> str:

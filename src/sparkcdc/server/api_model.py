@@ -9,9 +9,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from sparkcdc.masking import mask_uri
 from sparkcdc.model import tso
 from sparkcdc.server.model import ChangefeedInfo, ChangefeedStatus, FeedState, RunningError
-from sparkcdc.server.sink_check import mask_sink_uri
 
 
 def json_time(ts: int) -> str:
@@ -42,7 +42,7 @@ def changefeed_info(info: ChangefeedInfo, status: ChangefeedStatus) -> dict[str,
     if info.namespace:
         out["namespace"] = info.namespace
     out["id"] = info.id
-    out["sink_uri"] = mask_sink_uri(info.sink_uri)
+    out["sink_uri"] = mask_uri(info.sink_uri)
     out["create_time"] = info.create_time
     if info.start_ts:
         out["start_ts"] = info.start_ts

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 
 from sparkcdc import __version__
 from sparkcdc.errors import ConfigError, SparkcdcError
+from sparkcdc.masking import mask_uri
 from sparkcdc.server.config import ReplicaConfig
 from sparkcdc.server.gc import GcPolicy, gc_ttl_exceeded, safepoint, stopped_since
 from sparkcdc.server.model import (
@@ -42,7 +43,7 @@ from sparkcdc.server.model import (
     validate_namespace,
 )
 from sparkcdc.server.runner import ChangefeedRunner
-from sparkcdc.server.sink_check import mask_sink_uri, validate_sink, with_uri_protocol
+from sparkcdc.server.sink_check import validate_sink, with_uri_protocol
 from sparkcdc.server.store import ChangefeedNotFound, MetaStore
 
 log = logging.getLogger(__name__)
@@ -70,7 +71,7 @@ class CreateRequest:
     config: ReplicaConfig | None = None
 
     def __repr__(self) -> str:
-        return f"CreateRequest(id={self.changefeed_id!r}, sink_uri={mask_sink_uri(self.sink_uri)!r})"
+        return f"CreateRequest(id={self.changefeed_id!r}, sink_uri={mask_uri(self.sink_uri)!r})"
 
 
 class ChangefeedManager:
@@ -215,7 +216,7 @@ class ChangefeedManager:
             )
             status = ChangefeedStatus(checkpoint_ts=start_ts, resolved_ts=start_ts)
             self.store.create(info, status)
-            log.info("created changefeed=%s sink=%s start_ts=%d", cf_id, mask_sink_uri(req.sink_uri), start_ts)
+            log.info("created changefeed=%s sink=%s start_ts=%d", cf_id, mask_uri(req.sink_uri), start_ts)
             info = self._start_runner(info, start_ts)
             return info, status
 
@@ -285,7 +286,7 @@ class ChangefeedManager:
                         code=ERR_UPDATE_REFUSED,
                     )
                 new = new.with_changes(target_ts=target_ts)
-            if sink_uri and sink_uri != info.sink_uri and sink_uri == mask_sink_uri(info.sink_uri):
+            if sink_uri and sink_uri != info.sink_uri and sink_uri == mask_uri(info.sink_uri):
                 # the masked URI a GET returned, sent back: keep the stored secrets rather than store "xxxxx"
                 log.info("changefeed=%s: sink URI given in masked form; keeping the stored one", changefeed_id)
             elif sink_uri:

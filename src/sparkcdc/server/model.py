@@ -105,7 +105,7 @@ class ChangefeedInfo:
     """What the user configured, plus the lifecycle state. Persisted; changed only by the state machine."""
 
     id: str
-    sink_uri: str  # unmasked: mask before showing it (sparkcdc.server.sink_check.mask_sink_uri)
+    sink_uri: str  # unmasked: mask before showing it (sparkcdc.masking.mask_uri)
     start_ts: int
     target_ts: int = 0  # 0 = no target
     config: ReplicaConfig = field(default_factory=ReplicaConfig)
@@ -121,10 +121,10 @@ class ChangefeedInfo:
         return replace(self, **changes)
 
     def __repr__(self) -> str:
-        from sparkcdc.server.sink_check import mask_sink_uri
+        from sparkcdc.masking import mask_uri
 
         return (
-            f"ChangefeedInfo(id={self.id!r}, sink_uri={mask_sink_uri(self.sink_uri)!r}, start_ts={self.start_ts}, "
+            f"ChangefeedInfo(id={self.id!r}, sink_uri={mask_uri(self.sink_uri)!r}, start_ts={self.start_ts}, "
             f"target_ts={self.target_ts}, state={self.state.value!r})"
         )
 

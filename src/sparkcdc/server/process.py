@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sparkcdc.errors import ConfigError, SparkcdcError
+from sparkcdc.masking import mask_uri
 from sparkcdc.server.api import create_app
 from sparkcdc.server.changefeed import ChangefeedManager
 from sparkcdc.server.gc import GcPolicy
 from sparkcdc.server.runner import RunnerContext, create_runner
-from sparkcdc.server.sink_check import mask_sink_uri
 from sparkcdc.server.store import MetaStore
 from sparkcdc.server.upstream import parse_mysql_uri
 
@@ -44,7 +44,7 @@ class ServerOptions:
     lock_wait: float = LOCK_WAIT_SECONDS
 
     def __repr__(self) -> str:
-        up = mask_sink_uri(self.upstream) if self.upstream else None
+        up = mask_uri(self.upstream) if self.upstream else None
         return f"ServerOptions(addr={self.addr!r}, data_dir={str(self.data_dir)!r}, upstream={up!r})"
 
 

@@ -8,56 +8,15 @@ parameter whose name contains a secret-looking word become ``xxxxx``.
 from __future__ import annotations
 
 import logging
-from urllib.parse import parse_qsl, quote, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, urlsplit
 
 from sparkcdc.errors import ConfigError
+from sparkcdc.masking import mask_uri
 from sparkcdc.server.config import ReplicaConfig, thaw
 
 log = logging.getLogger(__name__)
 
 ERR_SINK_URI_INVALID = "CDC:ErrSinkURIInvalid"
-MASK = "xxxxx"
-_SECRET_WORDS = (
-    "password",
-    "passwd",
-    "pwd",
-    "access",
-    "token",
-    "secret",
-    "key",
-    "signature",
-    "credential",
-    "private",
-    "client",
-    "sas",
-)
-
-
-def mask_sink_uri(uri: str) -> str:
-    """The URI with its password and secret-looking query values replaced by ``xxxxx``. Never raises."""
-    try:
-        parts = urlsplit(uri)
-        netloc = parts.netloc
-        if "@" in netloc:
-            userinfo, host = netloc.rsplit("@", 1)
-            if ":" in userinfo:
-                netloc = f"{userinfo.split(':', 1)[0]}:{MASK}@{host}"
-        query = parts.query
-        if query:
-            pairs = parse_qsl(query, keep_blank_values=True)
-            query = "&".join(
-                f"{quote(k, safe='-_.~')}={MASK if _is_secret(k) else quote(v, safe='-_.~/:,')}" for k, v in pairs
-            )
-        return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
-    except ValueError:
-        return "<invalid uri>"
-
-
-def _is_secret(key: str) -> bool:
-    lower = key.lower()
-    return any(word in lower for word in _SECRET_WORDS)
-
-
 def validate_sink(sink_uri: str, config: ReplicaConfig) -> None:
     """Check the sink URI together with the config's ``[sink]`` table; raises ConfigError (secrets masked).
 
@@ -78,7 +37,7 @@ def validate_sink(sink_uri: str, config: ReplicaConfig) -> None:
 
 
 def _check_shape(sink_uri: str) -> None:
-    masked = mask_sink_uri(sink_uri)
+    masked = mask_uri(sink_uri)
     try:
         parts = urlsplit(sink_uri)
     except ValueError as e:

@@ -21,7 +21,8 @@ from dataclasses import dataclass
 from typing import Any, TypeVar
 
 from sparkcdc.errors import StorageError
-from sparkcdc.storage.sink_uri import MASK, SinkURI, is_secret_param
+from sparkcdc.masking import MASK, is_secret_param
+from sparkcdc.storage.sink_uri import SinkURI
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")

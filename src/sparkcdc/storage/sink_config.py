@@ -18,8 +18,9 @@ from typing import Any
 
 from sparkcdc.codec.csv.config import CsvConfig
 from sparkcdc.errors import ConfigError
+from sparkcdc.masking import mask_value
 from sparkcdc.storage.duration import MINUTE, SECOND, format_duration, parse_duration
-from sparkcdc.storage.sink_uri import SinkURI, mask_value
+from sparkcdc.storage.sink_uri import SinkURI
 
 log = logging.getLogger(__name__)
 

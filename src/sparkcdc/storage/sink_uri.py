@@ -12,6 +12,7 @@ from dataclasses import dataclass
 from urllib.parse import parse_qsl, quote, urlsplit
 
 from sparkcdc.errors import ConfigError
+from sparkcdc.masking import mask_uri, mask_value
 
 # scheme as written -> canonical backend
 SCHEMES: dict[str, str] = {
@@ -24,26 +25,11 @@ SCHEMES: dict[str, str] = {
     "noop": "noop",
 }
 
-MASK = "xxxxx"
-_SECRET_WORDS = ("password", "secret", "key", "token", "credentials", "sas", "signature")
-# Parameters that contain a secret word but name an identifier, not a credential.
-_NOT_SECRET = frozenset({"sse-kms-key-id"})
-
 _URI_CODE = "CDC:ErrSinkURIInvalid"
 
 _S3_BUCKET = re.compile(r"^[a-z0-9][a-z0-9.-]{1,61}[a-z0-9]$")
 _GCS_BUCKET = re.compile(r"^[a-z0-9][a-z0-9._-]{1,220}[a-z0-9]$")
 _AZURE_CONTAINER = re.compile(r"^(?!.*--)[a-z0-9][a-z0-9-]{1,61}[a-z0-9]$")
-
-
-def is_secret_param(key: str) -> bool:
-    """True for a parameter whose value is a credential (masked whenever printed)."""
-    k = key.lower()
-    return k not in _NOT_SECRET and any(word in k for word in _SECRET_WORDS)
-
-
-def mask_value(key: str, value: str) -> str:
-    return MASK if is_secret_param(key) and value else value
 
 
 @dataclass(frozen=True, slots=True)
@@ -73,11 +59,11 @@ class SinkURI:
         if uri != uri.strip():
             raise ConfigError("sink URI has leading or trailing whitespace", code=_URI_CODE)
         if "://" not in uri:
-            raise ConfigError(f"sink URI {_mask_raw(uri)!r} has no scheme; use scheme://host/path", code=_URI_CODE)
+            raise ConfigError(f"sink URI {mask_uri(uri)!r} has no scheme; use scheme://host/path", code=_URI_CODE)
         try:
             parts = urlsplit(uri)
         except ValueError as e:
-            raise ConfigError(f"sink URI {_mask_raw(uri)!r} is malformed: {e}", code=_URI_CODE) from None
+            raise ConfigError(f"sink URI {mask_uri(uri)!r} is malformed: {e}", code=_URI_CODE) from None
         raw_scheme = uri.split("://", 1)[0]
         scheme = SCHEMES.get(raw_scheme.lower())
         if scheme is None:
@@ -86,10 +72,10 @@ class SinkURI:
                 code=_URI_CODE,
             )
         if parts.fragment:
-            raise ConfigError(f"sink URI {_mask_raw(uri)!r} must not have a #fragment", code=_URI_CODE)
+            raise ConfigError(f"sink URI {mask_uri(uri)!r} must not have a #fragment", code=_URI_CODE)
         if "@" in parts.netloc:
             raise ConfigError(
-                f"sink URI {_mask_raw(uri)!r} must not carry user:password@; pass credentials as parameters "
+                f"sink URI {mask_uri(uri)!r} must not carry user:password@; pass credentials as parameters "
                 "(access-key, secret-access-key, account-key, sas-token, credentials-file)",
                 code=_URI_CODE,
             )
@@ -99,11 +85,11 @@ class SinkURI:
         if scheme == "file":
             if host not in ("", "localhost"):
                 raise ConfigError(
-                    f"file sink URI {_mask_raw(uri)!r} has host {host!r}; use file:///absolute/path", code=_URI_CODE
+                    f"file sink URI {mask_uri(uri)!r} has host {host!r}; use file:///absolute/path", code=_URI_CODE
                 )
             if not path.startswith("/") or path.strip("/") == "":
                 raise ConfigError(
-                    f"file sink URI {_mask_raw(uri)!r} needs an absolute directory other than /", code=_URI_CODE
+                    f"file sink URI {mask_uri(uri)!r} needs an absolute directory other than /", code=_URI_CODE
                 )
             if "\x00" in path:
                 raise ConfigError("file sink URI path contains a NUL byte", code=_URI_CODE)
@@ -112,7 +98,7 @@ class SinkURI:
             return cls(scheme, raw_scheme, host, path.strip("/"), params)
         if not host:
             raise ConfigError(
-                f"sink URI {_mask_raw(uri)!r} has no bucket; use {raw_scheme}://bucket/prefix", code=_URI_CODE
+                f"sink URI {mask_uri(uri)!r} has no bucket; use {raw_scheme}://bucket/prefix", code=_URI_CODE
             )
         _check_bucket(scheme, host)
         prefix = path.strip("/")
@@ -157,12 +143,12 @@ def _parse_query(query: str, uri: str) -> tuple[tuple[str, str], ...]:
         pairs = parse_qsl(query, keep_blank_values=True, strict_parsing=True)
     except ValueError:
         raise ConfigError(
-            f"sink URI {_mask_raw(uri)!r} has a malformed query; use key=value pairs joined by &", code=_URI_CODE
+            f"sink URI {mask_uri(uri)!r} has a malformed query; use key=value pairs joined by &", code=_URI_CODE
         ) from None
     seen: set[str] = set()
     for k, _ in pairs:
         if not k:
-            raise ConfigError(f"sink URI {_mask_raw(uri)!r} has a parameter with an empty name", code=_URI_CODE)
+            raise ConfigError(f"sink URI {mask_uri(uri)!r} has a parameter with an empty name", code=_URI_CODE)
         if k in seen:
             raise ConfigError(f"sink URI parameter {k!r} is given more than once", code=_URI_CODE)
         seen.add(k)
@@ -177,18 +163,3 @@ def _check_bucket(scheme: str, bucket: str) -> None:
     }[scheme]
     if not pattern.match(bucket):
         raise ConfigError(f"invalid {what} name {bucket!r}: use {rule}", code=_URI_CODE)
-
-
-_RAW_SECRET = re.compile(r"([?&])([^=&#]+)=([^&#]*)")
-_RAW_USERINFO = re.compile(r"(://[^/@:]*):[^/@]*@")
-
-
-def _mask_raw(uri: str) -> str:
-    """Mask secrets of a URI that could not be parsed fully (used only in error messages)."""
-    masked = _RAW_USERINFO.sub(r"\1:" + MASK + "@", uri)
-    return _RAW_SECRET.sub(lambda m: f"{m.group(1)}{m.group(2)}={mask_value(m.group(2), m.group(3))}", masked)
-
-
-def mask_uri(uri: str) -> str:
-    """Best-effort masking of any URI string (for logging a URI that was never parsed)."""
-    return _mask_raw(uri)

@@ -7,11 +7,12 @@ from decimal import Decimal
 import pytest
 
 from sparkcdc.consumer.check import checksum_sql, parse_tables
-from sparkcdc.consumer.downstream import MysqlTarget, lossy_write_error, mask_uri
+from sparkcdc.consumer.downstream import MysqlTarget, lossy_write_error
 from sparkcdc.consumer.sql_values import literal, row_tuple
 from sparkcdc.consumer.statements import plan_batch
 from sparkcdc.consumer.table_def import create_database_sql, create_table_sql, table_info
 from sparkcdc.errors import ConfigError, CorruptDataError, EncodeError
+from sparkcdc.masking import mask_uri
 from sparkcdc.model import ColumnInfo, RowChange, RowOp, TableInfo
 from sparkcdc.storage.schema_file import TableDefinition
 
@@ -91,7 +92,7 @@ def test_mysql_uri_parsing_and_masking() -> None:
     t = MysqlTarget.parse("mysql://u%40x:p%40ss@127.0.0.1:3307/?safe-mode=true&time-zone=UTC")
     assert (t.user, t.password, t.port, t.param("time-zone")) == ("u@x", "p@ss", 3307, "UTC")
     assert "p@ss" not in str(t) and "p@ss" not in repr(t)
-    assert mask_uri("mysql://root:secret@h:1/") == "mysql://root:******@h:1/"
+    assert mask_uri("mysql://root:secret@h:1/") == "mysql://root:xxxxx@h:1/"
     for bad, msg in [
         ("ftp://h/", "unsupported downstream scheme"),
         ("mysql:///", "no host"),

@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 from sparkcdc.errors import ConfigError, UpstreamError
+from sparkcdc.masking import mask_uri
 from sparkcdc.server.changefeed import ChangefeedManager, CreateRequest, states_needed
 from sparkcdc.server.config import ReplicaConfig
 from sparkcdc.server.model import ChangefeedInfo, FeedState, RunningError
-from sparkcdc.server.sink_check import mask_sink_uri
 from sparkcdc.server.store import MetaStore
 from tests.fixtures.replica_configs import REFUSED
 from tests.unit.server.fakes import NOW, OLDEST, SINK, FakeRunner
@@ -197,7 +197,7 @@ def test_update_with_the_masked_sink_uri_keeps_the_secret(mgr: ChangefeedManager
     secret = "s3://bkt/p?protocol=csv&access-key=AK&secret-access-key=TOPSECRET"
     create(mgr, sink_uri=secret)
     mgr.pause("default", "cf1")
-    masked = mask_sink_uri(secret)
+    masked = mask_uri(secret)
     assert "TOPSECRET" not in masked
     info, _ = mgr.update("default", "cf1", sink_uri=masked, config=mgr.get("default", "cf1")[0].config)
     assert info.sink_uri == secret and mgr.get("default", "cf1")[0].sink_uri == secret

@@ -4,8 +4,9 @@ from __future__ import annotations
 
 import pytest
 
+from sparkcdc.masking import mask_uri
 from sparkcdc.server.config import ReplicaConfig
-from sparkcdc.server.sink_check import mask_sink_uri, with_uri_protocol
+from sparkcdc.server.sink_check import with_uri_protocol
 
 
 @pytest.mark.parametrize(
@@ -22,11 +23,11 @@ from sparkcdc.server.sink_check import mask_sink_uri, with_uri_protocol
         ),
         ("mysql://root:pw@127.0.0.1:3306/", "mysql://root:xxxxx@127.0.0.1:3306/"),
         ("kafka://h:9092/t?sasl-password=p", "kafka://h:9092/t?sasl-password=xxxxx"),
-        ("http://[::1", "<invalid uri>"),
+        ("http://[::1?token=T", "http://[::1?token=xxxxx"),  # too malformed to parse: masked by pattern
     ],
 )
 def test_mask(uri: str, expected: str) -> None:
-    assert mask_sink_uri(uri) == expected
+    assert mask_uri(uri) == expected
 
 
 def test_protocol_from_uri_wins() -> None:

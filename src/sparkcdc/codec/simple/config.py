@@ -15,6 +15,7 @@ from typing import Any, Final
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from sparkcdc.errors import ConfigError
+from sparkcdc.masking import mask_uri
 
 ENCODING_FORMATS: Final = ("json", "avro")
 LARGE_MESSAGE_OPTIONS: Final = ("none", "handle-key-only", "claim-check")
@@ -108,11 +109,11 @@ class SimpleConfig:
                 raise ConfigError(f"simple protocol: unknown time-zone {self.time_zone!r}; use an IANA name") from e
 
     def __repr__(self) -> str:
-        fields = ", ".join(
-            f"{attr}={_mask_uri(getattr(self, attr)) if attr == 'claim_check_storage_uri' else getattr(self, attr)!r}"
-            for attr, _ in _KEYS.values()
-            if attr != "protocol"
-        )
+        def shown(attr: str) -> str:
+            value = getattr(self, attr)
+            return repr(mask_uri(value) if attr == "claim_check_storage_uri" and value else value)
+
+        fields = ", ".join(f"{attr}={shown(attr)}" for attr, _ in _KEYS.values() if attr != "protocol")
         return f"SimpleConfig({fields})"
 
     __str__ = __repr__
@@ -156,10 +157,3 @@ def _convert(key: str, value: Any, kind: str) -> Any:
     return value.strip().lower() if kind == "lower" else value
 
 
-_SECRET_QUERY = re.compile(r"(?i)([?&][^=&]*(?:secret|key|token|password|passwd|credential|sas|sig)[^=&]*=)[^&]*")
-_USERINFO = re.compile(r"^([a-zA-Z][a-zA-Z0-9+.-]*://[^/@:]*:)[^/@]*@")
-
-
-def _mask_uri(uri: str) -> str:
-    """The URI with its password and secret-looking query values replaced by ``xxxxx``."""
-    return repr(_SECRET_QUERY.sub(r"\1xxxxx", _USERINFO.sub(r"\1xxxxx@", uri)))
