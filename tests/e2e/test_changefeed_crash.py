@@ -5,7 +5,6 @@ sink's checkpoint never went backwards."""
 from __future__ import annotations
 
 import random
-import threading
 from pathlib import Path
 
 import pytest
@@ -14,31 +13,18 @@ from sparkcdc.devtools.mariadb import MariaDB
 from sparkcdc.storage.external import ExternalStorage
 from tests.fixtures.mariadb import FreshDatabase
 from tests.integration.pipeline.replay import layout_violations, replay
-from tests.integration.pipeline.server import CheckpointWatch, FileTracker, SparkServer, Workload, now_tso
+from tests.integration.pipeline.server import (
+    Background,
+    CheckpointWatch,
+    FileTracker,
+    SparkServer,
+    Workload,
+    now_tso,
+)
 
 pytestmark = pytest.mark.e2e
 
 KILLS = 5
-
-
-class Background:
-    """Runs the workload in a thread until stopped (its own connection: FreshDatabase's is not shared)."""
-
-    def __init__(self, work: Workload) -> None:
-        self.work = work
-        self.stop = threading.Event()
-        self.error: BaseException | None = None
-        self.steps = 0
-        self.thread = threading.Thread(target=self._run, daemon=True)
-
-    def _run(self) -> None:
-        try:
-            while not self.stop.is_set():
-                self.work.step(self.steps)
-                self.steps += 1
-                self.stop.wait(0.02)
-        except BaseException as e:
-            self.error = e
 
 
 def test_kill_9_during_workload(fresh_db: FreshDatabase, mariadb: MariaDB, tmp_path: Path) -> None:

@@ -10,6 +10,7 @@ import signal
 import socket
 import subprocess
 import sys
+import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -279,3 +280,24 @@ class Workload:
                     text(r[0]): {c: text(v) for c, v in zip(cols, r, strict=True)} for r in cur.fetchall()
                 }
         return out
+
+
+class Background:
+    """Runs the workload in a thread until stopped; its database connection belongs to that thread meanwhile
+    (pymysql connections are not thread-safe: query the upstream only after ``stop``)."""
+
+    def __init__(self, work: Workload) -> None:
+        self.work = work
+        self.stop = threading.Event()
+        self.error: BaseException | None = None
+        self.steps = 0
+        self.thread = threading.Thread(target=self._run, daemon=True)
+
+    def _run(self) -> None:
+        try:
+            while not self.stop.is_set():
+                self.work.step(self.steps)
+                self.steps += 1
+                self.stop.wait(0.02)
+        except BaseException as e:
+            self.error = e
