@@ -12,8 +12,26 @@ from urllib.parse import parse_qsl, quote, urlsplit, urlunsplit
 
 MASK = "xxxxx"
 _SECRET_WORDS = ("password", "passwd", "pwd", "secret", "key", "token", "credential", "sas", "signature", "private")
-# Parameters that contain a secret word but name an identifier, not a credential.
-_NOT_SECRET = frozenset({"sse-kms-key-id", "kafka-client-id"})
+# Parameters that contain a secret word but name an identifier, not a credential ("sas" is in every Kafka
+# sasl-* name; of those only sasl-password, sasl-gssapi-password and sasl-oauth-client-secret are secrets).
+_NOT_SECRET = frozenset(
+    {
+        "sse-kms-key-id",
+        "kafka-client-id",
+        "sasl-user",
+        "sasl-mechanism",
+        "sasl-gssapi-auth-type",
+        "sasl-gssapi-service-name",
+        "sasl-gssapi-user",
+        "sasl-gssapi-realm",
+        "sasl-gssapi-disable-pafxfast",
+        "sasl-gssapi-kerberos-config-path",
+        "sasl-oauth-client-id",
+        "sasl-oauth-scopes",
+        "sasl-oauth-grant-type",
+        "sasl-oauth-audience",
+    }
+)
 
 _RAW_PARAM = re.compile(r"([?&])([^=&#]+)=([^&#]*)")
 _RAW_USERINFO = re.compile(r"(://[^/@:?#]*):[^/@?#]*@")

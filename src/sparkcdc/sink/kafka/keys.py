@@ -1,0 +1,160 @@
+"""Every key a Kafka changefeed may set, as TiCDC names them (``pkg/config/sink.go``,
+``pkg/sink/kafka/options.go``, ``pkg/sink/codec/common/config.go``, ``pkg/config/large_message.go``).
+
+Keys TiCDC knows but that belong to other sinks (``[sink.csv]``, ``cloud-storage-config``, ...) are accepted in
+``[sink]`` and ignored; a key TiCDC does not know is an error naming it.
+"""
+
+from __future__ import annotations
+
+from typing import Final
+
+# Sink URI parameters of the Kafka options (urlConfig of options.go).
+KAFKA_URI_PARAMS: Final = frozenset(
+    {
+        "partition-num",
+        "replication-factor",
+        "kafka-version",
+        "max-message-bytes",
+        "max-retry",
+        "compression",
+        "kafka-client-id",
+        "auto-create-topic",
+        "dial-timeout",
+        "write-timeout",
+        "read-timeout",
+        "required-acks",
+        "sasl-user",
+        "sasl-password",
+        "sasl-mechanism",
+        "sasl-gssapi-auth-type",
+        "sasl-gssapi-keytab-path",
+        "sasl-gssapi-kerberos-config-path",
+        "sasl-gssapi-service-name",
+        "sasl-gssapi-user",
+        "sasl-gssapi-password",
+        "sasl-gssapi-realm",
+        "sasl-gssapi-disable-pafxfast",
+        "enable-tls",
+        "ca",
+        "cert",
+        "key",
+        "insecure-skip-verify",
+    }
+)
+# Sink URI parameters of the codec (urlConfig of codec/common/config.go) and the sink config.
+CODEC_URI_PARAMS: Final = frozenset(
+    {
+        "protocol",
+        "transaction-atomicity",
+        "enable-tidb-extension",
+        "max-batch-size",
+        "avro-decimal-handling-mode",
+        "avro-bigint-unsigned-handling-mode",
+        "avro-enable-watermark",
+        "schema-registry",
+        "only-output-updated-columns",
+        "content-compatible",
+        "debezium-disable-schema",
+        "encoding-format",
+    }
+)
+URI_PARAMS: Final = KAFKA_URI_PARAMS | CODEC_URI_PARAMS
+
+# Parameters accepted for TiCDC compatibility that only other protocols (avro, debezium) use.
+OTHER_PROTOCOL_PARAMS: Final = frozenset(
+    {
+        "avro-decimal-handling-mode",
+        "avro-bigint-unsigned-handling-mode",
+        "avro-enable-watermark",
+        "schema-registry",
+        "debezium-disable-schema",
+    }
+)
+
+SINK_KEYS: Final = frozenset(
+    {
+        "protocol",
+        "schema-registry",
+        "csv",
+        "dispatchers",
+        "column-selectors",
+        "transaction-atomicity",
+        "encoder-concurrency",
+        "terminator",
+        "date-separator",
+        "enable-partition-separator",
+        "file-index-digit",
+        "enable-kafka-sink-v2",
+        "only-output-updated-columns",
+        "delete-only-output-handle-key-columns",
+        "content-compatible",
+        "kafka-config",
+        "pulsar-config",
+        "mysql-config",
+        "cloud-storage-config",
+        "advance-timeout-in-sec",
+        "send-bootstrap-interval-in-sec",
+        "send-bootstrap-in-msg-count",
+        "send-bootstrap-to-all-partition",
+        "send-all-bootstrap-at-start",
+        "debezium-disable-schema",
+        "debezium",
+        "open",
+        "safe-mode",
+        "enable-tidb-extension",
+    }
+)
+
+KAFKA_CONFIG_KEYS: Final = (KAFKA_URI_PARAMS - {"max-retry"}) | frozenset(
+    {
+        "sasl-oauth-client-id",
+        "sasl-oauth-client-secret",
+        "sasl-oauth-token-url",
+        "sasl-oauth-scopes",
+        "sasl-oauth-grant-type",
+        "sasl-oauth-audience",
+        "codec-config",
+        "large-message-handle",
+        "glue-schema-registry-config",
+        "output-raw-change-event",
+    }
+)
+
+CODEC_CONFIG_KEYS: Final = frozenset(
+    {
+        "enable-tidb-extension",
+        "max-batch-size",
+        "avro-enable-watermark",
+        "avro-decimal-handling-mode",
+        "avro-bigint-unsigned-handling-mode",
+        "encoding-format",
+    }
+)
+
+LARGE_MESSAGE_KEYS: Final = frozenset(
+    {
+        "large-message-handle-option",
+        "large-message-handle-compression",
+        "claim-check-storage-uri",
+        "claim-check-raw-value",
+    }
+)
+
+GLUE_KEYS: Final = frozenset({"registry-name", "region", "access-key", "secret-access-key", "token"})
+
+# Protocols TiCDC knows (ParseSinkProtocolFromString) and the ones this sink encodes.
+KNOWN_PROTOCOLS: Final = (
+    "default",
+    "canal",
+    "avro",
+    "flat-avro",
+    "maxwell",
+    "canal-json",
+    "craft",
+    "open-protocol",
+    "csv",
+    "debezium",
+    "simple",
+)
+SUPPORTED_PROTOCOLS: Final = ("canal-json", "simple")
