@@ -27,9 +27,9 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 
 from sparkcdc.model import ColumnInfo, RowChange, RowOp, TableInfo
+from sparkcdc.sink.storage.layout_writer import StorageWriter
 from sparkcdc.storage.external import ExternalStorage
 from sparkcdc.storage.sink_config import StorageSinkConfig
-from sparkcdc.storage.writer import StorageWriter
 
 TABLE = TableInfo(
     "bench",

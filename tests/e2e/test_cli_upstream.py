@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
+from sparkcdc.capture.upstream import MySQLUpstream
 from sparkcdc.devtools.mariadb import CDC_PASSWORD, CDC_USER, MariaDB
 from sparkcdc.model import tso
-from sparkcdc.server.upstream import MySQLUpstream
 from tests.e2e.test_cli_changefeed import CdcServer, one_error, sink
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration]

@@ -5,8 +5,8 @@ The canonical form is the TOML document with TiCDC's kebab-case keys (``case-sen
 unknown keys rejected by name. :meth:`ReplicaConfig.validate` applies TiCDC's ``ValidateAndAdjust`` rules
 between values (durations, sync point); the changefeed manager calls it on create and update, not on reading
 the metadata store, so a rule added later never makes a stored changefeed unreadable. The ``[sink]`` table is
-validated together with the sink URI by the storage sink's own config (``sparkcdc.storage.sink_config``), see
-``sparkcdc.server.sink_check.validate_sink``. The Open API carries the same data as TiCDC's snake_case JSON
+validated together with the sink URI by the sink's own config (``sparkcdc.sink.base.sink_config``). The Open API
+carries the same data as TiCDC's snake_case JSON
 (``replica_config``); :meth:`ReplicaConfig.to_api` / :meth:`ReplicaConfig.from_api` convert, and
 ``from_api(to_api(c)) == c`` and ``from_toml(to_toml(c)) == c`` hold for every config ``from_toml`` accepts
 (what a GET returns, a PUT takes back unchanged).
@@ -21,6 +21,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
+from urllib.parse import parse_qsl, urlsplit
 
 from sparkcdc.errors import ConfigError
 from sparkcdc.filter.event_filter import EventFilter, EventFilterRule
@@ -356,6 +357,16 @@ class ReplicaConfig:
 
     def with_sink(self, sink: Mapping[str, Any]) -> ReplicaConfig:
         return _replace(self, sink=_freeze(sink))
+
+    def with_uri_protocol(self, sink_uri: str) -> ReplicaConfig:
+        """This config with ``[sink] protocol`` set from the sink URI's ``protocol`` (the URI wins, as in TiCDC)."""
+        try:
+            protocol = dict(parse_qsl(urlsplit(sink_uri).query)).get("protocol")
+        except ValueError:
+            return self
+        if not protocol or self.sink.get("protocol") == protocol:
+            return self
+        return self.with_sink({**thaw(self.sink), "protocol": protocol})
 
     # -- serialisation ------------------------------------------------------------------------------------
     def to_toml(self) -> dict[str, Any]:

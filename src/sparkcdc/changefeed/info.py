@@ -14,8 +14,8 @@ from datetime import UTC, datetime
 from enum import StrEnum
 from typing import Any
 
+from sparkcdc.changefeed.config import ReplicaConfig
 from sparkcdc.errors import ConfigError, SparkcdcError
-from sparkcdc.server.config import ReplicaConfig
 
 DEFAULT_NAMESPACE = "default"
 CHANGEFEED_ID_MAX_LEN = 128

@@ -41,24 +41,18 @@ Contract (the pipeline's runner must honour it):
 ``close()``
     Server shutdown: stop everything, release sessions.
 
-Runners are picked by name (``cdc server --runner``) from ``RUNNERS``; each factory takes a ``RunnerContext``.
+Runners are picked by name (``cdc server --runner``) from ``sparkcdc.server.runners.RUNNERS``; each factory takes
+a ``RunnerContext``. This module is the contract only: the server and the pipeline both import it, and neither
+imports the other's implementation.
 """
 
 from __future__ import annotations
 
-import importlib
-import logging
-import threading
-from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
-from sparkcdc.errors import ConfigError
-from sparkcdc.server.model import ChangefeedInfo, RunningError
-from sparkcdc.server.upstream import ClockUpstream, Upstream, open_upstream
-
-log = logging.getLogger(__name__)
+from sparkcdc.changefeed.info import ChangefeedInfo, RunningError
 
 
 @dataclass(frozen=True)
@@ -109,88 +103,3 @@ class ChangefeedRunner(Protocol):
     def gc(self, safepoint_ts: int) -> None: ...
 
     def close(self) -> None: ...
-
-
-class NoopRunner:
-    """Replicates nothing; the checkpoint follows the upstream's clock (capped at target-ts).
-
-    For control-plane tests and for trying the CLI without Spark: states, persistence, finish at target-ts.
-    """
-
-    def __init__(self, upstream: Upstream | None = None) -> None:
-        self.upstream = upstream or ClockUpstream()
-        self._clock = ClockUpstream()  # progress follows the local clock: no upstream query per poll
-        self._running: dict[tuple[str, str], tuple[ChangefeedInfo, int]] = {}
-        self._lock = threading.Lock()
-
-    def start(self, info: ChangefeedInfo, checkpoint_ts: int) -> None:
-        with self._lock:
-            self._running[(info.namespace, info.id)] = (info, checkpoint_ts)
-
-    def stop(self, namespace: str, changefeed_id: str) -> None:
-        with self._lock:
-            self._running.pop((namespace, changefeed_id), None)
-
-    def status(self, namespace: str, changefeed_id: str) -> RunnerStatus | None:
-        with self._lock:
-            entry = self._running.get((namespace, changefeed_id))
-        if entry is None:
-            return None
-        info, start = entry
-        now = self._clock.current_tso()
-        ts = max(start, now if not info.target_ts else min(now, info.target_ts))
-        return RunnerStatus(checkpoint_ts=ts, resolved_ts=ts)
-
-    def remove(self, info: ChangefeedInfo) -> None:
-        return None
-
-    def current_tso(self) -> int:
-        return self.upstream.current_tso()
-
-    def oldest_retained_tso(self) -> int:
-        return self.upstream.oldest_retained_tso()
-
-    def gc(self, safepoint_ts: int) -> None:
-        return None  # it keeps no upstream data
-
-    def close(self) -> None:
-        with self._lock:
-            self._running.clear()
-
-
-def _noop(ctx: RunnerContext) -> ChangefeedRunner:
-    return NoopRunner(open_upstream(ctx.upstream_uri))
-
-
-def _spark(ctx: RunnerContext) -> ChangefeedRunner:
-    try:
-        module = importlib.import_module("sparkcdc.pipeline.runner")
-    except ImportError as e:
-        raise ConfigError(
-            f"the Spark pipeline is not available ({e}); start the server with --runner noop to manage "
-            "changefeeds without replicating"
-        ) from e
-    factory: Callable[[RunnerContext], ChangefeedRunner] = module.create_runner
-    return factory(ctx)
-
-
-# name -> factory; the pipeline provides sparkcdc.pipeline.runner.create_runner(ctx) -> ChangefeedRunner
-RUNNERS: dict[str, Callable[[RunnerContext], ChangefeedRunner]] = {"spark": _spark, "noop": _noop}
-
-
-def create_runner(name: str, ctx: RunnerContext) -> ChangefeedRunner:
-    """Build the named runner. Raises ConfigError for an unknown name or a runner that cannot start."""
-    factory = RUNNERS.get(name)
-    if factory is None:
-        raise ConfigError(f"unknown runner {name!r}; use one of: {', '.join(sorted(RUNNERS))}")
-    return factory(ctx)
-
-
-__all__ = [
-    "RUNNERS",
-    "ChangefeedRunner",
-    "NoopRunner",
-    "RunnerContext",
-    "RunnerStatus",
-    "create_runner",
-]

@@ -16,10 +16,10 @@ from typing import Any, TypeVar
 
 import click
 
+from sparkcdc.changefeed.config import ReplicaConfig, merge_documents, read_toml_file
 from sparkcdc.cli.client import DEFAULT_SERVER, APIClient
 from sparkcdc.errors import ConfigError, SparkcdcError
 from sparkcdc.model import tso
-from sparkcdc.server.config import ReplicaConfig, merge_documents, read_toml_file
 
 F = TypeVar("F", bound=Callable[..., Any])
 

@@ -7,8 +7,8 @@ from typing import Any
 
 import httpx
 
+from sparkcdc.changefeed.info import validate_changefeed_id
 from sparkcdc.errors import ConfigError, SparkcdcError
-from sparkcdc.server.model import validate_changefeed_id
 
 DEFAULT_SERVER = "http://127.0.0.1:8300"
 

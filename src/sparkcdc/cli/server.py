@@ -6,7 +6,7 @@ from pathlib import Path
 
 import click
 
-from sparkcdc.server.runner import RUNNERS
+from sparkcdc.server.runners import RUNNERS
 
 
 @click.command("server")

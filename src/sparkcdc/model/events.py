@@ -6,6 +6,7 @@ Values in ``before``/``after`` are tuples aligned with ``table.columns`` and typ
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
 from typing import Any
@@ -84,7 +85,7 @@ def _key_text(value: Any) -> str:
     return str(value)
 
 
-def split_key_updates(rows: list[RowChange]) -> list[RowChange]:
+def split_key_updates(rows: Sequence[RowChange]) -> Sequence[RowChange]:
     """Apply TiCDC's storage/MQ UPDATE split to one transaction of one table.
 
     Key-changing UPDATEs become DELETE+INSERT. TiCDC then stably reorders the transaction as all DELETEs,
@@ -103,7 +104,7 @@ def split_key_updates(rows: list[RowChange]) -> list[RowChange]:
     return sorted(parts, key=lambda r: order[r.op])
 
 
-def _touches_a_key_twice(rows: list[RowChange]) -> bool:
+def _touches_a_key_twice(rows: Sequence[RowChange]) -> bool:
     """True when two rows of the transaction share a handle-key value (in either image).
 
     Unique-key overlaps alone are left to TiCDC's reordering: in a MySQL binlog every row event was valid

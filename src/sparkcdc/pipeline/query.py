@@ -1,4 +1,4 @@
-"""Build and start one changefeed's Structured Streaming query: relay source -> bucket shuffle -> storage sink."""
+"""Build and start one changefeed's Structured Streaming query: relay source -> route shuffle -> the sink."""
 
 from __future__ import annotations
 
@@ -73,14 +73,14 @@ def build_session(
 
 
 def register(spark: Any) -> None:
-    """Register the relay source and the storage sink with ``spark`` (see ``registration`` for why not with
+    """Register the relay source and the sink with ``spark`` (see ``registration`` for why not with
     ``spark.dataSource.register``: the server starts its changefeeds' queries from several threads)."""
     from sparkcdc.pipeline.registration import register_data_source
     from sparkcdc.pipeline.relay_source import RelaySource
-    from sparkcdc.pipeline.storage_sink import StorageSink
+    from sparkcdc.pipeline.sink_writer import SinkDataSource
 
     register_data_source(spark, RelaySource)
-    register_data_source(spark, StorageSink)
+    register_data_source(spark, SinkDataSource)
 
 
 def start_query(spark: Any, spec: FeedSpec, *, trigger_seconds: float | None = None) -> Any:
@@ -94,10 +94,10 @@ def start_query(spark: Any, spec: FeedSpec, *, trigger_seconds: float | None = N
     them than the cluster's task slots, since each task costs fixed work per micro-batch.
     """
     from sparkcdc.pipeline.relay_source import NAME as SOURCE
-    from sparkcdc.pipeline.storage_sink import NAME as SINK
+    from sparkcdc.pipeline.sink_writer import NAME as SINK
 
     # The JVM resolves a streaming sink's format in the calling thread's *active* session; the server builds
-    # its session in another thread, so make it active here or format("sparkcdc_storage") is not found.
+    # its session in another thread, so make it active here or format("sparkcdc_sink") is not found.
     try:
         spark._jvm.org.apache.spark.sql.classic.SparkSession.setActiveSession(spark._jsparkSession)
     except Exception:  # not a classic (JVM) session: nothing to activate
@@ -158,11 +158,12 @@ def stop_between_batches(query: Any, spec: FeedSpec | None = None, timeout: floa
 
 
 def writer_route(spark: Any, writers: int) -> Any:
-    """Column that sends a row of TiCDC DML worker ``bucket`` to writer task ``bucket % writers`` exactly.
+    """Column that sends a row of writer ``route`` (the sink encoder's: storage's DML worker bucket, Kafka's
+    partition) to writer task ``route % writers`` exactly.
 
-    ``repartition(n, col)`` places a row by ``pmod(hash(col), n)`` (Murmur3), which lets two busy buckets
-    share one task while another idles. Routing each bucket through the smallest int that Spark's own hash
-    sends to the wanted task keeps the writers balanced and every table in one task.
+    ``repartition(n, col)`` places a row by ``pmod(hash(col), n)`` (Murmur3), which lets two busy routes
+    share one task while another idles. Routing each route through the smallest int that Spark's own hash
+    sends to the wanted task keeps the writers balanced and every route in one task.
     """
     from pyspark.sql import functions as F
 
@@ -178,7 +179,7 @@ def writer_route(spark: Any, writers: int) -> Any:
         by_task = {int(r["p"]): int(r["k"]) for r in found}
         keys = [by_task[p] for p in range(writers)]  # 64 tries per task: a miss has odds ~e^-64
         _ROUTE_KEYS[writers] = keys
-    return F.element_at(F.array(*[F.lit(k) for k in keys]), F.pmod(F.col("bucket"), F.lit(writers)) + 1)
+    return F.element_at(F.array(*[F.lit(k) for k in keys]), F.pmod(F.col("route"), F.lit(writers)) + 1)
 
 
 def _query_name(changefeed: str) -> str:

@@ -32,14 +32,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sparkcdc.capture.upstream import open_upstream, parse_mysql_uri
+from sparkcdc.changefeed.info import ChangefeedInfo, RunningError
+from sparkcdc.changefeed.runner import ChangefeedRunner, RunnerContext, RunnerStatus
 from sparkcdc.errors import SparkcdcError, UpstreamError
 from sparkcdc.pipeline.progress import read_progress
 from sparkcdc.pipeline.query import drain, stop_between_batches
 from sparkcdc.pipeline.relay_gc import collect_relay, read_gc_ts, replay_floor
 from sparkcdc.pipeline.spec import FeedSpec
-from sparkcdc.server.model import ChangefeedInfo, RunningError
-from sparkcdc.server.runner import ChangefeedRunner, RunnerContext, RunnerStatus
-from sparkcdc.server.upstream import open_upstream, parse_mysql_uri
 
 log = logging.getLogger(__name__)
 
@@ -411,7 +411,7 @@ def query_error(exc: Any, addr: str = "") -> RunningError:
 
 
 def _now() -> str:
-    from sparkcdc.server.model import now_rfc3339
+    from sparkcdc.changefeed.info import now_rfc3339
 
     return now_rfc3339()
 

@@ -10,10 +10,14 @@ from __future__ import annotations
 import json
 import os
 from dataclasses import asdict, dataclass, field
+from functools import cached_property
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sparkcdc.errors import ConfigError, StorageError
+
+if TYPE_CHECKING:
+    from sparkcdc.sink.base import Sink, SinkContext
 
 DEFAULT_CHUNK_BYTES = 4 << 20
 DEFAULT_MAX_BATCH_BYTES = 256 << 20
@@ -52,14 +56,29 @@ class FeedSpec:
                 f"changefeed {self.changefeed}: target-ts {self.target_ts} is before start-ts {self.start_ts}"
             )
 
-    # -- derived configs (built where used: executors and the commit worker) ---------------------------
-    def sink_config(self) -> Any:
-        from sparkcdc.storage.sink_config import StorageSinkConfig
+    # -- derived configs (built once per spec object; the cache travels with the pickled spec) -----------
+    @cached_property
+    def _sink_config(self) -> Any:
+        from sparkcdc.sink.base import sink_config
 
-        return StorageSinkConfig.from_uri(self.sink_uri, self.config)
+        return sink_config(self.sink_uri, self.config)
+
+    def sink_config(self) -> Any:
+        """The sink's validated config (validated once: clamp warnings are not repeated by every task)."""
+        return self._sink_config
+
+    def sink(self) -> Sink:
+        from sparkcdc.sink.base import sink_for
+
+        return sink_for(self.sink_uri)
+
+    def sink_context(self) -> SinkContext:
+        from sparkcdc.sink.base import SinkContext
+
+        return SinkContext(changefeed=self.changefeed, sink_start_ts=self.sink_start_ts, state_dir=self.state_dir)
 
     def replica_config(self) -> Any:
-        from sparkcdc.server.config import ReplicaConfig
+        from sparkcdc.changefeed.config import ReplicaConfig
 
         return ReplicaConfig.from_toml(self.config)
 

@@ -1,15 +1,16 @@
-"""Executor-side work of the source: decoded events -> filtered, split, encoded single-table transactions.
+"""Executor-side work of the source: decoded events -> filtered single-table transactions, encoded by the sink.
 
 No Spark here: ``ChunkTransform.rows`` turns the events of one relay chunk (commit order) into the rows the
-query shuffles to the storage writers. Row layout (``ROW_SCHEMA``):
+query shuffles to the sink's writers; what a payload holds and where it is routed is the sink's encoder's choice
+(``sparkcdc.sink.base``). Row layout (``ROW_SCHEMA``):
 
-``kind``      ``dml`` (one encoded single-table transaction), ``ddl`` (a pickled DDLEvent) or ``mark`` (the
-              batch's end offset: the checkpoint the commit may publish; ``version`` holds the batch start)
-``bucket``    TiCDC's DML worker of the table: ``CRC32(schema || table) % worker-count``
+``kind``      ``dml`` (one sink payload), ``ddl`` (a pickled DDLEvent) or ``mark`` (the batch's end offset: the
+              checkpoint the commit may publish; ``version`` holds the batch start)
+``route``     the writer route the sink's encoder chose (a task owns every payload of its routes)
 ``schema, table, version, pid``  the versioned (physical) table of a ``dml`` row
 ``commit_ts, seq``  order key: transactions of one table are written in (commit_ts, seq) order
-``nrows``     rows in the encoded transaction
-``payload``   encoded bytes (``dml``) or the pickled DDLEvent (``ddl``)
+``nrows``     rows in the payload
+``payload``   the sink's bytes (``dml``) or the pickled DDLEvent (``ddl``)
 ``info``      pickled TableInfo, sent with the first row of each versioned table of a chunk only
 """
 
@@ -20,14 +21,13 @@ import pickle
 from collections.abc import Iterable, Iterator
 from typing import Any
 
-from sparkcdc.model.events import DDLEvent, RowChange, split_key_updates
+from sparkcdc.model.events import DDLEvent, RowChange
 from sparkcdc.pipeline.spec import FeedSpec
-from sparkcdc.storage.writer import dispatch_worker
 
 log = logging.getLogger(__name__)
 
 ROW_SCHEMA = (
-    "kind string, bucket int, schema string, table string, version long, pid long, commit_ts long, seq int, "
+    "kind string, route int, schema string, table string, version long, pid long, commit_ts long, seq int, "
     "nrows int, payload binary, info binary"
 )
 OutRow = tuple[str, int, str, str, int, int, int, int, int, bytes, bytes | None]
@@ -39,22 +39,18 @@ def mark_row(start_ts: int, end_ts: int) -> OutRow:
 
 
 class ChunkTransform:
-    """Filter (table rules, event filters), split key-changing UPDATEs and encode. Built per task from a spec."""
+    """Filter (table rules, event filters), group by transaction and table, encode with the sink's encoder.
+    Built per task from a spec."""
 
     def __init__(self, spec: FeedSpec) -> None:
-        from sparkcdc.codec.base import txn_encoder
-
         self.spec = spec
-        self.sink = spec.sink_config()
         replica = spec.replica_config()
         self.table_filter = replica.table_filter()
         self.event_filter = replica.event_filter()
         self.force_replicate = bool(replica.force_replicate)
-        self.encoder = txn_encoder(self.sink.protocol, self.sink.encoder_options())
-        self.workers = self.sink.worker_count
+        self.encoder = spec.sink().encoder(spec.sink_config())
         self._match: dict[tuple[str, str], bool] = {}
         self._sent_info: set[tuple[str, str, int]] = set()
-        self._buckets: dict[tuple[str, str], int] = {}
 
     def _table_wanted(self, schema: str, table: str) -> bool:
         key = (schema, table)
@@ -73,13 +69,6 @@ class ChunkTransform:
             if pre is None or not self.table_filter.match_table(pre.schema, pre.table):
                 return False
         return not self.event_filter.should_skip_ddl(ddl.schema, ddl.table or None, int(ddl.action), ddl.query)
-
-    def _bucket(self, schema: str, table: str) -> int:
-        key = (schema, table)
-        b = self._buckets.get(key)
-        if b is None:
-            b = self._buckets[key] = dispatch_worker(schema, table, self.workers)
-        return b
 
     def rows(self, events: Iterable[RowChange | DDLEvent]) -> Iterator[OutRow]:
         """Rows for the events of whole transactions, in commit order."""
@@ -115,34 +104,15 @@ class ChunkTransform:
 
     def _flush_txn(self, open_txn: dict[tuple[str, str, int], list[RowChange]], seq: int) -> Iterator[OutRow]:
         for (schema, table, version), rows in open_txn.items():
-            if not self.sink.output_raw_change_event:
-                rows = split_key_updates(rows)
-            groups: dict[int, list[RowChange]] = {}
-            for r in rows:
-                groups.setdefault(r.physical_table_id, []).append(r)
-            for pid, group in groups.items():
-                data = self.encoder.encode_txn(group)
-                if not data:
-                    continue
+            for p in self.encoder.encode(rows):
                 key = (schema, table, version)
                 info: bytes | None = None
                 if key not in self._sent_info:
                     self._sent_info.add(key)
-                    info = pickle.dumps(group[0].table)
+                    info = pickle.dumps(rows[0].table)
                 seq += 1
-                yield (
-                    "dml",
-                    self._bucket(schema, table),
-                    schema,
-                    table,
-                    version,
-                    pid,
-                    group[0].commit_ts,
-                    seq,
-                    len(group),
-                    data,
-                    info,
-                )
+                yield ("dml", p.route, schema, table, version, p.physical_table_id, rows[0].commit_ts, seq, p.nrows,
+                       p.data, info)  # fmt: skip
 
 
 def load_info(blob: Any) -> Any:

@@ -19,12 +19,12 @@ from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from sparkcdc import __version__
+from sparkcdc.changefeed.config import ReplicaConfig
+from sparkcdc.changefeed.info import DEFAULT_NAMESPACE, ERR_API_INVALID_PARAM
 from sparkcdc.errors import ConfigError, SparkcdcError
 from sparkcdc.model import tso
 from sparkcdc.server import api_model
 from sparkcdc.server.changefeed import ChangefeedManager, CreateRequest, states_needed
-from sparkcdc.server.config import ReplicaConfig
-from sparkcdc.server.model import DEFAULT_NAMESPACE, ERR_API_INVALID_PARAM
 
 log = logging.getLogger(__name__)
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from sparkcdc.changefeed.info import ChangefeedInfo, ChangefeedStatus, FeedState, RunningError
 from sparkcdc.masking import mask_uri
 from sparkcdc.model import tso
-from sparkcdc.server.model import ChangefeedInfo, ChangefeedStatus, FeedState, RunningError
 
 
 def json_time(ts: int) -> str:

@@ -27,11 +27,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 
 from sparkcdc import __version__
-from sparkcdc.errors import ConfigError, SparkcdcError
-from sparkcdc.masking import mask_uri
-from sparkcdc.server.config import ReplicaConfig
-from sparkcdc.server.gc import GcPolicy, gc_ttl_exceeded, safepoint, stopped_since
-from sparkcdc.server.model import (
+from sparkcdc.changefeed.config import ReplicaConfig
+from sparkcdc.changefeed.info import (
     DEFAULT_NAMESPACE,
     ERR_API_INVALID_PARAM,
     ChangefeedInfo,
@@ -42,9 +39,12 @@ from sparkcdc.server.model import (
     validate_changefeed_id,
     validate_namespace,
 )
-from sparkcdc.server.runner import ChangefeedRunner
-from sparkcdc.server.sink_check import validate_sink, with_uri_protocol
+from sparkcdc.changefeed.runner import ChangefeedRunner
+from sparkcdc.errors import ConfigError, SparkcdcError
+from sparkcdc.masking import mask_uri
+from sparkcdc.server.gc import GcPolicy, gc_ttl_exceeded, safepoint, stopped_since
 from sparkcdc.server.store import ChangefeedNotFound, MetaStore
+from sparkcdc.sink.base import sink_config
 
 log = logging.getLogger(__name__)
 
@@ -201,9 +201,9 @@ class ChangefeedManager:
                     f"fail to create changefeed because target-ts {req.target_ts} is earlier than start-ts {start_ts}",
                     code=ERR_TARGET_TS_BEFORE_START_TS,
                 )
-            validate_sink(req.sink_uri, config)
+            sink_config(req.sink_uri, config.to_toml())
             config.validate()
-            config = with_uri_protocol(req.sink_uri, config)
+            config = config.with_uri_protocol(req.sink_uri)
             info = ChangefeedInfo(
                 id=cf_id,
                 namespace=namespace,
@@ -293,9 +293,9 @@ class ChangefeedManager:
                 new = new.with_changes(sink_uri=sink_uri)
             if config is not None:
                 new = new.with_changes(config=config)
-            validate_sink(new.sink_uri, new.config)
+            sink_config(new.sink_uri, new.config.to_toml())
             new.config.validate()
-            new = new.with_changes(config=with_uri_protocol(new.sink_uri, new.config))
+            new = new.with_changes(config=new.config.with_uri_protocol(new.sink_uri))
             self.store.put_info(new)
             log.info("updated changefeed=%s", changefeed_id)
             return new, status

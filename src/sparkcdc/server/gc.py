@@ -17,9 +17,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass
 
+from sparkcdc.changefeed.info import ChangefeedInfo, ChangefeedStatus, FeedState
 from sparkcdc.errors import ConfigError
 from sparkcdc.model import tso
-from sparkcdc.server.model import ChangefeedInfo, ChangefeedStatus, FeedState
 
 DEFAULT_GC_TTL_S = 86400  # TiCDC's `cdc server --gc-ttl`
 DEFAULT_LIFE_TIME_S = 600.0  # TiDB's tidb_gc_life_time

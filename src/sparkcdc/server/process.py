@@ -13,14 +13,15 @@ import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from sparkcdc.capture.upstream import parse_mysql_uri
+from sparkcdc.changefeed.runner import RunnerContext
 from sparkcdc.errors import ConfigError, SparkcdcError
 from sparkcdc.masking import mask_uri
 from sparkcdc.server.api import create_app
 from sparkcdc.server.changefeed import ChangefeedManager
 from sparkcdc.server.gc import GcPolicy
-from sparkcdc.server.runner import RunnerContext, create_runner
+from sparkcdc.server.runners import create_runner
 from sparkcdc.server.store import MetaStore
-from sparkcdc.server.upstream import parse_mysql_uri
 
 log = logging.getLogger(__name__)
 

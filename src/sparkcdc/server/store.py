@@ -15,8 +15,8 @@ from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
+from sparkcdc.changefeed.info import ChangefeedInfo, ChangefeedStatus
 from sparkcdc.errors import ConfigError, SparkcdcError
-from sparkcdc.server.model import ChangefeedInfo, ChangefeedStatus
 
 ERR_NOT_EXISTS = "CDC:ErrChangeFeedNotExists"
 ERR_ALREADY_EXISTS = "CDC:ErrChangeFeedAlreadyExists"

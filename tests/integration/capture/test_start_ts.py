@@ -5,8 +5,8 @@ from __future__ import annotations
 import time
 from pathlib import Path
 
+from sparkcdc.capture.upstream import MySQLUpstream
 from sparkcdc.model.events import RowChange
-from sparkcdc.server.upstream import MySQLUpstream
 from tests.fixtures.mariadb import FreshDatabase
 from tests.integration.capture.conftest import decode_all, make_puller
 

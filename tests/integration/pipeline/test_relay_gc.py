@@ -13,15 +13,15 @@ from typing import Any
 import pytest
 
 from sparkcdc.capture import RelayLog, SchemaHistory, decode_chunk
+from sparkcdc.changefeed.config import ReplicaConfig
+from sparkcdc.changefeed.info import ChangefeedInfo
+from sparkcdc.changefeed.runner import RunnerContext
 from sparkcdc.errors import SparkcdcError
 from sparkcdc.model import tso
 from sparkcdc.model.events import RowChange
 from sparkcdc.pipeline.progress import read_progress
 from sparkcdc.pipeline.relay_gc import read_gc_ts, replay_floor
 from sparkcdc.pipeline.runner import SparkRunner
-from sparkcdc.server.config import ReplicaConfig
-from sparkcdc.server.model import ChangefeedInfo
-from sparkcdc.server.runner import RunnerContext
 from tests.fixtures.mariadb import FreshDatabase
 from tests.integration.pipeline.conftest import wait_for, wait_relay_caught_up
 from tests.integration.pipeline.replay import replay

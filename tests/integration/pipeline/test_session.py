@@ -1,4 +1,5 @@
-"""The pipeline's SparkSession defaults and its routing of TiCDC DML worker buckets to writer tasks, on real
+"""The pipeline's SparkSession defaults and its routing of sink writer routes (TiCDC DML worker buckets, Kafka
+partitions) to writer tasks, on real
 Spark (the session fixture is built by ``build_session``, as in ``cdc server``)."""
 
 from __future__ import annotations
@@ -15,12 +16,12 @@ pytestmark = pytest.mark.integration
 
 
 @pytest.mark.parametrize("writers", [1, 2, 3, 5, 16])
-def test_every_bucket_goes_to_writer_bucket_mod_writers(spark: Any, writers: int) -> None:
+def test_every_route_goes_to_writer_route_mod_writers(spark: Any, writers: int) -> None:
     from pyspark.sql import functions as F
 
-    df = spark.range(0, 48).selectExpr("CAST(id AS INT) AS bucket")
-    placed = df.repartition(writers, writer_route(spark, writers)).select("bucket", F.spark_partition_id().alias("p"))
-    assert {(r["bucket"], r["p"]) for r in placed.collect()} == {(b, b % writers) for b in range(48)}
+    df = spark.range(0, 48).selectExpr("CAST(id AS INT) AS route")
+    placed = df.repartition(writers, writer_route(spark, writers)).select("route", F.spark_partition_id().alias("p"))
+    assert {(r["route"], r["p"]) for r in placed.collect()} == {(b, b % writers) for b in range(48)}
 
 
 def test_the_jvm_runs_with_the_driver_options(spark: Any) -> None:
@@ -63,7 +64,7 @@ def test_concurrent_first_registrations_do_not_collide(spark: Any) -> None:
     finally:
         spark._jvm.org.apache.spark.sql.classic.SparkSession.setActiveSession(spark._jsparkSession)
     assert errors == []
-    for name in ("sparkcdc_relay", "sparkcdc_storage"):
+    for name in ("sparkcdc_relay", "sparkcdc_sink"):
         assert environment_map_class(fresh, name) == "java.util.concurrent.ConcurrentHashMap"
 
 

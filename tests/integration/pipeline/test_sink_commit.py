@@ -8,8 +8,8 @@ from pathlib import Path
 from sparkcdc.model import ColumnInfo, DDLEvent, RowChange, RowOp, TableInfo
 from sparkcdc.model.ddl_action import DDLAction
 from sparkcdc.pipeline.progress import read_progress
+from sparkcdc.pipeline.sink_writer import commit_batch, write_partition
 from sparkcdc.pipeline.spec import FeedSpec
-from sparkcdc.pipeline.storage_sink import commit_batch, write_partition
 from sparkcdc.pipeline.transform import ChunkTransform, mark_row
 
 COLS = (
@@ -59,12 +59,12 @@ def test_commit_publishes_index_ddl_then_checkpoint_and_never_goes_back(tmp_path
     ]
     rows = [*transform.rows(events), mark_row(100, 300)]
     msg = write_partition(s, iter(rows))
-    assert len(msg.data_files) == 1 and msg.mark == (100, 300) and len(msg.ddls) == 1
+    assert len(msg.result) == 1 and msg.mark == (100, 300) and len(msg.ddls) == 1
     sink = tmp_path / "sink"
     assert not (sink / "metadata").exists()  # executors never publish
     assert commit_batch(s, [msg], 0) == 300
     assert json.loads((sink / "metadata").read_bytes()) == {"checkpoint-ts": 300}
-    data = Path(msg.data_files[0].path)
+    data = Path(msg.result[0].path)
     index = sink / data.parent / "meta" / "CDC.index"
     assert index.read_text() == data.name + "\n"
     assert (sink / "db/t/meta").is_dir() and any("schema_300_" in p.name for p in (sink / "db/t/meta").iterdir())

@@ -10,11 +10,11 @@ import pytest
 from sparkcdc.codec.base import file_decoder
 from sparkcdc.errors import StorageError
 from sparkcdc.model import TableInfo
+from sparkcdc.sink.storage.layout_writer import StorageWriter, read_checkpoint, write_checkpoint
 from sparkcdc.storage.external import ExternalStorage, RetryPolicy
 from sparkcdc.storage.layout import DataFilePath, IndexFilePath, MetadataPath, SchemaFilePath, parse_path
 from sparkcdc.storage.schema_file import TableDefinition
 from sparkcdc.storage.sink_config import StorageSinkConfig
-from sparkcdc.storage.writer import StorageWriter, read_checkpoint, write_checkpoint
 from tests.fixtures.object_stores import FlakyFilesystem, SimulatedCrash, add_params, backend_uri
 from tests.unit.storage.fakes import FakeEncoder, make_table, rows_in, txn
 

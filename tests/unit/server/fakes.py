@@ -2,10 +2,10 @@
 
 from __future__ import annotations
 
+from sparkcdc.changefeed.info import ChangefeedInfo, RunningError
+from sparkcdc.changefeed.runner import RunnerStatus
 from sparkcdc.errors import SparkcdcError
 from sparkcdc.model import tso
-from sparkcdc.server.model import ChangefeedInfo, RunningError
-from sparkcdc.server.runner import RunnerStatus
 
 NOW = tso.compose(1_700_000_000_000)
 OLDEST = tso.compose(1_600_000_000_000)

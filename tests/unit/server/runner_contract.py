@@ -1,12 +1,12 @@
-"""Checks any ChangefeedRunner against the contract in sparkcdc.server.runner (reusable by the pipeline's tests).
+"""Checks any ChangefeedRunner against the contract in sparkcdc.changefeed.runner (reusable by the pipeline's tests).
 
 Usage: ``check_runner_contract(my_runner, info)`` where ``info`` is a ChangefeedInfo the runner can start.
 """
 
 from __future__ import annotations
 
-from sparkcdc.server.model import ChangefeedInfo
-from sparkcdc.server.runner import ChangefeedRunner, RunnerStatus
+from sparkcdc.changefeed.info import ChangefeedInfo
+from sparkcdc.changefeed.runner import ChangefeedRunner, RunnerStatus
 
 
 def check_runner_contract(runner: ChangefeedRunner, info: ChangefeedInfo) -> None:

@@ -11,9 +11,9 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
+from sparkcdc.changefeed.config import ReplicaConfig
 from sparkcdc.server.api import create_app
 from sparkcdc.server.changefeed import ChangefeedManager
-from sparkcdc.server.config import ReplicaConfig
 from sparkcdc.server.store import MetaStore
 from tests.fixtures.replica_configs import REFUSED, REPRESENTATIVE_TOML, Refused
 from tests.unit.server.fakes import NOW, FakeRunner

@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
+from sparkcdc.changefeed.config import ReplicaConfig
+from sparkcdc.changefeed.info import ChangefeedInfo, FeedState, RunningError
 from sparkcdc.errors import ConfigError, UpstreamError
 from sparkcdc.masking import mask_uri
 from sparkcdc.server.changefeed import ChangefeedManager, CreateRequest, states_needed
-from sparkcdc.server.config import ReplicaConfig
-from sparkcdc.server.model import ChangefeedInfo, FeedState, RunningError
 from sparkcdc.server.store import MetaStore
 from tests.fixtures.replica_configs import REFUSED
 from tests.unit.server.fakes import NOW, OLDEST, SINK, FakeRunner
@@ -258,7 +258,7 @@ def test_restart_resumes_only_running(tmp_path: Path) -> None:
 
 
 def test_poller_thread_applies_status(tmp_path: Path) -> None:
-    from sparkcdc.server.runner import NoopRunner
+    from sparkcdc.server.runners import NoopRunner
 
     runner = NoopRunner()
     m = ChangefeedManager(MetaStore(tmp_path), runner, poll_interval=0.01)
@@ -278,7 +278,7 @@ def test_poller_thread_applies_status(tmp_path: Path) -> None:
 
 
 def test_noop_runner_honours_the_contract() -> None:
-    from sparkcdc.server.runner import NoopRunner
+    from sparkcdc.server.runners import NoopRunner
     from tests.unit.server.runner_contract import check_runner_contract
 
     runner = NoopRunner()

@@ -6,14 +6,14 @@ from pathlib import Path
 
 import pytest
 
-from sparkcdc.errors import ConfigError
-from sparkcdc.server.config import (
+from sparkcdc.changefeed.config import (
     ReplicaConfig,
     format_duration,
     merge_documents,
     parse_duration,
     read_toml_file,
 )
+from sparkcdc.errors import ConfigError
 
 FULL = """
 case-sensitive = true

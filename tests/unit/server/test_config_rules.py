@@ -1,6 +1,6 @@
 """What create and update refuse (TiCDC's ValidateAndAdjust rules), and round trips of what they accept.
 
-The checks a create runs on a config are ``validate_sink`` (the storage sink's config, ``[sink.csv]`` included)
+The checks a create runs on a config are ``sink_config`` (the storage sink's config, ``[sink.csv]`` included)
 and ``ReplicaConfig.validate``; both forms of each input (TOML and Open API JSON) must be refused there with
 TiCDC's code and wording. Whatever is accepted must come back unchanged through every conversion a GET, a PUT,
 the store and ``cdc cli changefeed update`` apply.
@@ -14,9 +14,9 @@ from typing import Any
 
 import pytest
 
+from sparkcdc.changefeed.config import ReplicaConfig, format_duration, merge_documents, parse_duration
 from sparkcdc.errors import ConfigError
-from sparkcdc.server.config import ReplicaConfig, format_duration, merge_documents, parse_duration
-from sparkcdc.server.sink_check import validate_sink
+from sparkcdc.sink.base import sink_config
 from tests.fixtures.replica_configs import REFUSED, REPRESENTATIVE_TOML, Refused
 
 CSV_SINK = "file:///tmp/sparkcdc-unit/sink?protocol=csv"
@@ -25,7 +25,7 @@ CANAL_SINK = "file:///tmp/sparkcdc-unit/sink?protocol=canal-json"
 
 def create_checks(sink_uri: str, cfg: ReplicaConfig) -> None:
     """The config checks ChangefeedManager.create and update run, in their order."""
-    validate_sink(sink_uri, cfg)
+    sink_config(sink_uri, cfg.to_toml())
     cfg.validate()
 
 
@@ -100,7 +100,7 @@ def test_ticdc_api_names_of_renamed_sink_keys() -> None:
     assert "file_index_digit" not in api and "advance_timeout_in_sec" not in api
     # TiCDC's TOML name is advance-timeout-in-sec; 'advance-timeout' is no TiCDC key
     with pytest.raises(ConfigError, match="unknown key 'advance-timeout'"):
-        validate_sink(CSV_SINK, ReplicaConfig.from_toml_text("[sink]\nadvance-timeout = 1"))
+        sink_config(CSV_SINK, ReplicaConfig.from_toml_text("[sink]\nadvance-timeout = 1").to_toml())
 
 
 @pytest.mark.parametrize(

@@ -7,12 +7,12 @@ from pathlib import Path
 
 import pytest
 
+from sparkcdc.changefeed.info import ChangefeedInfo, ChangefeedStatus, FeedState, RunningError
+from sparkcdc.changefeed.runner import RunnerStatus
 from sparkcdc.errors import ConfigError
 from sparkcdc.model import tso
 from sparkcdc.server.changefeed import ChangefeedManager, CreateRequest
 from sparkcdc.server.gc import GcPolicy, gc_ttl_exceeded, safepoint
-from sparkcdc.server.model import ChangefeedInfo, ChangefeedStatus, FeedState, RunningError
-from sparkcdc.server.runner import RunnerStatus
 from sparkcdc.server.store import MetaStore
 from tests.unit.server.fakes import NOW, SINK, FakeRunner
 

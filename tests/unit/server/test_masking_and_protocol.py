@@ -4,9 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from sparkcdc.changefeed.config import ReplicaConfig
 from sparkcdc.masking import mask_uri
-from sparkcdc.server.config import ReplicaConfig
-from sparkcdc.server.sink_check import with_uri_protocol
 
 
 @pytest.mark.parametrize(
@@ -32,6 +31,6 @@ def test_mask(uri: str, expected: str) -> None:
 
 def test_protocol_from_uri_wins() -> None:
     cfg = ReplicaConfig.from_toml({"sink": {"protocol": "csv", "terminator": "\n"}})
-    out = with_uri_protocol("file:///x?protocol=canal-json", cfg)
+    out = cfg.with_uri_protocol("file:///x?protocol=canal-json")
     assert out.sink["protocol"] == "canal-json" and out.sink["terminator"] == "\n"
-    assert with_uri_protocol("file:///x", cfg) is cfg
+    assert cfg.with_uri_protocol("file:///x") is cfg

@@ -6,14 +6,14 @@ import re
 
 import pytest
 
-from sparkcdc.errors import ConfigError, StorageError
-from sparkcdc.server.model import (
+from sparkcdc.changefeed.info import (
     ChangefeedInfo,
     RunningError,
     new_changefeed_id,
     now_rfc3339,
     validate_changefeed_id,
 )
+from sparkcdc.errors import ConfigError, StorageError
 
 
 @pytest.mark.parametrize("cf", ["a", "simple-replication-task", "A1-b2-C3", "x" * 128, new_changefeed_id()])

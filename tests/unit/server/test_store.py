@@ -8,8 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from sparkcdc.server.config import ReplicaConfig
-from sparkcdc.server.model import ChangefeedInfo, ChangefeedStatus, FeedState, RunningError
+from sparkcdc.changefeed.config import ReplicaConfig
+from sparkcdc.changefeed.info import ChangefeedInfo, ChangefeedStatus, FeedState, RunningError
 from sparkcdc.server.store import ChangefeedExists, ChangefeedNotFound, MetaStore, MetaStoreError
 
 

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 
 from sparkcdc.errors import StorageError
+from sparkcdc.sink.storage.layout_writer import StorageWriter
 from sparkcdc.storage.external import ExternalStorage, RetryPolicy, classify_permanent, is_transient
 from sparkcdc.storage.sink_config import StorageSinkConfig
-from sparkcdc.storage.writer import StorageWriter
 from tests.unit.storage.fakes import FakeEncoder, make_table, txn
 
 SECRET = "wJalrXUtnFEMI-K7MDENG"

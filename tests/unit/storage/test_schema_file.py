@@ -9,9 +9,9 @@ import pytest
 
 from sparkcdc.errors import ConfigError, CorruptDataError
 from sparkcdc.model import ColumnInfo, DDLAction, DDLEvent, TableInfo
+from sparkcdc.sink.storage.layout_writer import dispatch_worker
 from sparkcdc.storage.metadata import decode_checkpoint, encode_checkpoint
 from sparkcdc.storage.schema_file import TableCol, TableDefinition, table_col
-from sparkcdc.storage.writer import dispatch_worker
 from tests import vectors
 
 

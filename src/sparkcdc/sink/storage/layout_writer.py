@@ -163,7 +163,7 @@ class StorageWriter:
             return self.poll()
         version = table_version if table_version is not None else max(table.version, self.sink_start_ts)
         if not self.config.output_raw_change_event and any(r.op is RowOp.UPDATE for r in rows):
-            rows = split_key_updates(list(rows))
+            rows = split_key_updates(rows)
         result = _EMPTY
         for pid, group in _by_physical_table(rows):
             key = self._key(table, version, pid)

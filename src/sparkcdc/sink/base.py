@@ -1,0 +1,160 @@
+"""The sink seam: what every sink provides, and the one registry that finds a sink by its URI scheme.
+
+The server's validation, the changefeed query and the CLI all go through :func:`sink_for`, so a new sink is one
+new package plus one registry line. A sink has four parts, matching where the query runs them:
+
+``config(uri, toml)``      validating constructor (driver and control plane); raises ConfigError, secrets masked
+``encoder(config)``        executors, source side: one table's rows of one transaction -> routed payloads
+``writer(config, ctx)``    executors, sink side: a task's routed payloads (one route per task) -> a result
+``committer(config, ctx)`` driver: publishes a batch's results and DDLs, then the checkpoint
+
+Between encoder and writer the query shuffles by ``Payload.route``: every payload of one route goes to one writer
+task, in commit order (storage: TiCDC's DML worker bucket, so one task owns a table; Kafka: the topic partition,
+so one task produces a partition in order). Only the committer's ``checkpoint`` acknowledges progress, after the
+batch's data is durable downstream.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Iterable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+from urllib.parse import urlsplit
+
+from sparkcdc.errors import ConfigError
+from sparkcdc.masking import mask_uri
+from sparkcdc.model import DDLEvent, RowChange, TableInfo
+
+ERR_SINK_URI_INVALID = "CDC:ErrSinkURIInvalid"
+
+
+class SinkConfig(Protocol):
+    """What the query needs of any sink's config (each sink's config is a frozen dataclass that pickles)."""
+
+    @property
+    def flush_interval(self) -> float:
+        """Seconds between micro-batches while the changefeed is caught up."""
+        ...
+
+    @property
+    def worker_count(self) -> int:
+        """Upper bound of the writer tasks (further bounded by the cluster's task slots)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Payload:
+    """One encoded unit for the writers: ``nrows`` rows of one physical table, on writer route ``route``."""
+
+    route: int
+    physical_table_id: int
+    nrows: int
+    data: bytes
+
+
+class SinkEncoder(Protocol):
+    def encode(self, rows: Sequence[RowChange]) -> Iterator[Payload]:
+        """Rows of one versioned table from one transaction, in commit order (key-changing UPDATEs not split:
+        whether to split is the sink's setting)."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class Routed:
+    """A payload as a writer task receives it: the table it belongs to and its order key ``(commit_ts, seq)``."""
+
+    schema: str
+    table: str
+    version: int
+    physical_table_id: int
+    commit_ts: int
+    seq: int
+    nrows: int
+    data: bytes
+    info: TableInfo
+
+
+@dataclass(frozen=True, slots=True)
+class SinkContext:
+    """Per changefeed run: ``sink_start_ts`` is TiCDC's TableSinkStartTs (the checkpoint the run started from);
+    ``state_dir`` is the changefeed's private directory (for a sink's own bookkeeping)."""
+
+    changefeed: str
+    sink_start_ts: int
+    state_dir: str
+
+
+class SinkWriter(Protocol):
+    def write(self, payloads: Iterable[Routed]) -> Any:
+        """Make the task's payloads durable downstream; returns a picklable result for the committer. Raises
+        SparkcdcError: the batch fails and nothing of it is acknowledged."""
+        ...
+
+
+class SinkCommitter(Protocol):
+    def commit(self, results: Sequence[Any], ddls: Sequence[DDLEvent]) -> None:
+        """Publish what the batch's tasks made durable, then its DDLs (a batch's DDL is its last event: the DDL
+        barrier). Called again for a batch Spark replays after a crash: must be idempotent."""
+        ...
+
+    def checkpoint(self, ts: int) -> None:
+        """Everything with commit-ts <= ``ts`` is durable downstream: record it where consumers see it."""
+        ...
+
+
+class Sink(Protocol):
+    def config(self, uri: str, toml: Mapping[str, Any]) -> SinkConfig: ...
+
+    def encoder(self, config: Any) -> SinkEncoder: ...
+
+    def writer(self, config: Any, ctx: SinkContext) -> SinkWriter: ...
+
+    def committer(self, config: Any, ctx: SinkContext) -> SinkCommitter: ...
+
+
+# URI scheme -> "module:attribute" of the Sink; imported when used, so validating a storage URI loads no Kafka.
+SINKS: dict[str, str] = {
+    "file": "sparkcdc.sink.storage:SINK",
+    "s3": "sparkcdc.sink.storage:SINK",
+    "gcs": "sparkcdc.sink.storage:SINK",
+    "gs": "sparkcdc.sink.storage:SINK",
+    "azure": "sparkcdc.sink.storage:SINK",
+    "azblob": "sparkcdc.sink.storage:SINK",
+    "noop": "sparkcdc.sink.storage:SINK",
+    "blackhole": "sparkcdc.sink.blackhole:SINK",
+}
+
+
+def sink_for(uri: str) -> Sink:
+    """The sink serving ``uri``'s scheme. Raises ConfigError naming the schemes there are."""
+    try:
+        scheme = urlsplit(uri).scheme.lower() if isinstance(uri, str) else ""
+    except ValueError:
+        scheme = ""
+    if not uri or not scheme:
+        raise ConfigError(
+            f"sink uri invalid '{mask_uri(uri) if isinstance(uri, str) else uri!r}': missing scheme; "
+            "use e.g. file:///path?protocol=canal-json",
+            code=ERR_SINK_URI_INVALID,
+        )
+    target = SINKS.get(scheme)
+    if target is None:
+        raise ConfigError(
+            f"unsupported scheme {scheme!r} in sink uri '{mask_uri(uri)}'; use one of: {', '.join(sorted(SINKS))}",
+            code=ERR_SINK_URI_INVALID,
+        )
+    module, _, attr = target.partition(":")
+    sink: Sink = getattr(importlib.import_module(module), attr)
+    return sink
+
+
+def sink_config(uri: str, toml: Mapping[str, Any] | None = None) -> SinkConfig:
+    """Validate ``uri`` with the changefeed config's TOML document (its ``[sink]`` table); the config the query
+    will run with. Raises ConfigError (secrets masked)."""
+    if not uri:
+        raise ConfigError(
+            "sink uri invalid '': sink_uri is empty, cannot create a changefeed without sink_uri",
+            code=ERR_SINK_URI_INVALID,
+        )
+    return sink_for(uri).config(uri, toml or {})

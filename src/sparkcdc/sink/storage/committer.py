@@ -1,0 +1,34 @@
+"""Driver side: index files of the batch's data files, then the DDL schema files, then ``metadata``.
+
+The order is the durability rule of the storage layout: an index names only durable files, a DDL's schema file
+comes after the data before it (the DDL barrier ends the batch at the DDL), and ``metadata`` (the checkpoint a
+consumer trusts) comes last. Idempotent: a replayed batch re-indexes its own files and rewrites the same schema
+files.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Any
+
+from sparkcdc.model import DDLEvent
+from sparkcdc.sink.storage.layout_writer import commit_index_files, write_checkpoint
+from sparkcdc.storage.external import ExternalStorage
+from sparkcdc.storage.schema_store import write_ddl_schema
+from sparkcdc.storage.sink_config import StorageSinkConfig
+
+
+class StorageCommitter:
+    def __init__(self, config: StorageSinkConfig) -> None:
+        self.config = config
+        self.storage = ExternalStorage.from_config(config)
+
+    def commit(self, results: Sequence[Any], ddls: Sequence[DDLEvent]) -> None:
+        files = [f for r in results for f in r]
+        if files:
+            commit_index_files(self.storage, files)
+        for ddl in ddls:
+            write_ddl_schema(self.storage, ddl, output_column_id=self.config.output_column_id)
+
+    def checkpoint(self, ts: int) -> None:
+        write_checkpoint(self.storage, ts)

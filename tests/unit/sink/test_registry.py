@@ -1,0 +1,63 @@
+"""The sink registry: every scheme TiCDC users write finds its sink; anything else is one clear error."""
+
+from __future__ import annotations
+
+import pytest
+
+from sparkcdc.errors import ConfigError
+from sparkcdc.model import ColumnInfo, RowChange, RowOp, TableInfo
+from sparkcdc.sink.base import SINKS, Payload, sink_config, sink_for
+from sparkcdc.sink.blackhole import BlackholeConfig
+from sparkcdc.storage.sink_config import StorageSinkConfig
+
+T = TableInfo("db", "t", 7, (ColumnInfo("id", "int", nullable=False, primary_key=True, handle_key=True),))
+
+
+@pytest.mark.parametrize(
+    "uri",
+    ["file:///tmp/x?protocol=csv", "s3://bkt/p?protocol=canal-json", "gcs://bkt/p?protocol=csv",
+     "gs://bkt/p?protocol=csv", "azure://cont/p?protocol=csv", "azblob://cont/p?protocol=csv",
+     "noop://x?protocol=csv"],
+)  # fmt: skip
+def test_storage_schemes_give_the_storage_config(uri: str) -> None:
+    assert isinstance(sink_config(uri), StorageSinkConfig)
+
+
+def test_blackhole() -> None:
+    cfg = sink_config("blackhole://")
+    assert cfg == BlackholeConfig()
+    sink = sink_for("blackhole://")
+    rows = [RowChange(5, T, RowOp.INSERT, None, (1,)), RowChange(5, T, RowOp.INSERT, None, (2,))]
+    assert list(sink.encoder(cfg).encode(rows)) == [Payload(0, 0, 2, b"")]
+    with pytest.raises(ConfigError, match="no parameter 'x'"):
+        sink_config("blackhole://?x=1")
+
+
+@pytest.mark.parametrize(
+    ("uri", "message"),
+    [
+        ("", "sink_uri is empty"),
+        ("/tmp/x?protocol=csv", "missing scheme"),
+        ("ftp://h/p?password=hunter2", "unsupported scheme 'ftp'"),
+    ],
+)
+def test_bad_uris_are_one_line_with_the_choices_and_no_secret(uri: str, message: str) -> None:
+    with pytest.raises(ConfigError) as e:
+        sink_config(uri)
+    assert message in e.value.message and "\n" not in e.value.message
+    assert "hunter2" not in e.value.message
+    assert e.value.code == "CDC:ErrSinkURIInvalid"
+
+
+def test_an_unknown_scheme_names_every_scheme_there_is() -> None:
+    with pytest.raises(ConfigError, match=", ".join(sorted(SINKS))):
+        sink_config("ftp://h/p")
+
+
+def test_storage_sink_encoder_routes_a_table_to_its_dml_worker() -> None:
+    from sparkcdc.sink.storage.layout_writer import dispatch_worker
+
+    cfg = sink_config("file:///tmp/x?protocol=csv&worker-count=8")
+    rows = [RowChange(5, T, RowOp.INSERT, None, (1,))]
+    [payload] = list(sink_for("file:///tmp/x").encoder(cfg).encode(rows))
+    assert payload.route == dispatch_worker("db", "t", 8) and payload.nrows == 1 and payload.data.startswith(b'"I"')
