@@ -71,3 +71,19 @@ class UpstreamError(SparkcdcError):
     """The upstream database or its binlog cannot be read."""
 
     default_code = "CDC:ErrUpstream"
+
+
+class KafkaError(SparkcdcError):
+    """The Kafka cluster refused or did not acknowledge what the sink sent; trying again may succeed."""
+
+    default_code = "CDC:ErrKafkaAsyncSendMessage"
+    default_retryable = True
+
+
+def with_code(error: SparkcdcError) -> SparkcdcError:
+    """``error`` with its code in front of its message (``[CDC:ErrMessageTooLarge] ...``) when the code is not its
+    class's own: an error that crosses Spark arrives as its class name and text only, and the text is where the
+    changefeed's error code is read back from."""
+    if error.code == type(error).default_code or error.message.startswith("["):
+        return error
+    return type(error)(f"[{error.code}] {error.message}", code=error.code, retryable=error.retryable)

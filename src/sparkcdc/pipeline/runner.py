@@ -43,7 +43,7 @@ from sparkcdc.pipeline.spec import FeedSpec
 
 log = logging.getLogger(__name__)
 
-_PY_ERROR = re.compile(r"sparkcdc\.errors\.(\w+): (.+)")
+_PY_ERROR = re.compile(r"sparkcdc\.errors\.(\w+): (?:\[(CDC:\w+)\] )?(.+)")
 _CODES = {
     "ConfigError": "CDC:ErrInvalidConfig",
     "CorruptDataError": "CDC:ErrCorruptData",
@@ -51,10 +51,16 @@ _CODES = {
     "EncodeError": "CDC:ErrEncodeFailed",
     "StorageError": "CDC:ErrExternalStorageAPI",
     "UpstreamError": "CDC:ErrUpstream",
+    "KafkaError": "CDC:ErrKafkaAsyncSendMessage",
 }
 
 # errors a restart cannot fix: the changefeed fails at once
-_PERMANENT = frozenset({"CDC:ErrInvalidConfig", "CDC:ErrCorruptData", "CDC:ErrDecodeFailed", "CDC:ErrEncodeFailed"})
+# Errors a retry cannot fix: the changefeed goes to failed with the error (TiCDC's unretryable errors).
+_PERMANENT = frozenset({
+    "CDC:ErrInvalidConfig", "CDC:ErrCorruptData", "CDC:ErrDecodeFailed", "CDC:ErrEncodeFailed",
+    "CDC:ErrMessageTooLarge", "CDC:ErrDispatcherFailed", "CDC:ErrColumnSelectorFailed",
+    "CDC:ErrKafkaInvalidPartitionNum", "CDC:ErrKafkaTopicNotExists", "CDC:ErrKafkaInvalidConfig",
+})  # fmt: skip
 MAX_RESTARTS = 5
 
 
@@ -151,6 +157,7 @@ class _Feed:
     error_logged: bool = False
     restarts: int = 0
     last_warning: RunningError | None = None
+    restart_checkpoint: int = 0  # the checkpoint when the query was last restarted after an error
 
 
 class SparkRunner:
@@ -309,6 +316,10 @@ class SparkRunner:
         if feed.info.target_ts:
             checkpoint = min(checkpoint, feed.info.target_ts)
         resolved = max(checkpoint, self.capture.resolved_ts() if self.capture else 0)
+        if feed.restarts and checkpoint > feed.restart_checkpoint:
+            # the restarted query committed a batch: it recovered, and a later error gets the full retries again
+            feed.restarts = 0
+            feed.last_warning = None
         error = warning = None
         if self.capture is not None and self.capture.error is not None:
             error = RunningError.from_exception(self.capture.error, self.ctx.server_addr)
@@ -321,6 +332,7 @@ class SparkRunner:
             if error is not None and error.code not in _PERMANENT and feed.restarts < MAX_RESTARTS:
                 # TiCDC retries retryable errors: restart the query (its Spark checkpoint resumes exactly)
                 feed.restarts += 1
+                feed.restart_checkpoint = checkpoint
                 log.warning("changefeed=%s: restarting the query (attempt %d of %d) after: %s",
                             feed.spec.changefeed, feed.restarts, MAX_RESTARTS, error.message)  # fmt: skip
                 feed.last_warning = error
@@ -404,8 +416,8 @@ def query_error(exc: Any, addr: str = "") -> RunningError:
     text = str(getattr(exc, "desc", None) or exc)
     found = _PY_ERROR.findall(text)
     if found:
-        cls, message = found[-1]
-        return RunningError(code=_CODES.get(cls, "CDC:ErrInternal"), message=message.strip(), addr=addr,
+        cls, code, message = found[-1]
+        return RunningError(code=code or _CODES.get(cls, "CDC:ErrInternal"), message=message.strip(), addr=addr,
                             time=_now())  # fmt: skip
     return RunningError(code="CDC:ErrProcessorUnknown", message=_first_line(exc), addr=addr, time=_now())
 

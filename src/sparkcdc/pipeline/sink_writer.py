@@ -23,6 +23,7 @@ from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamWriter, WriterCommitMessage
 
+from sparkcdc.errors import SparkcdcError, with_code
 from sparkcdc.pipeline.spec import FeedSpec
 from sparkcdc.pipeline.transform import ROW_SCHEMA, load_info
 from sparkcdc.pipeline.worker_gc import freeze_survivors
@@ -70,7 +71,10 @@ def write_partition(spec: FeedSpec, rows: Iterator[Any]) -> BatchMessage:
                 f"changefeed {spec.changefeed}: no table definition for {schema}.{table} version {version}"
             )
         payloads.append(Routed(schema, table, version, pid, commit_ts, seq, nrows, data, info))
-    result = spec.sink().writer(spec.sink_config(), spec.sink_context()).write(payloads) if payloads else None
+    try:
+        result = spec.sink().writer(spec.sink_config(), spec.sink_context()).write(payloads) if payloads else None
+    except SparkcdcError as e:
+        raise with_code(e) from e
     return BatchMessage(result, tuple(ddls), mark)
 
 
@@ -80,17 +84,20 @@ def commit_batch(spec: FeedSpec, messages: list[Any], batch_id: int) -> int | No
     from sparkcdc.pipeline.progress import CommittedProgress, read_progress, write_progress
 
     msgs = [m for m in messages if isinstance(m, BatchMessage)]
-    committer = spec.sink().committer(spec.sink_config(), spec.sink_context())
-    ddls = [load_info(blob) for _ts, _seq, blob in sorted(d for m in msgs for d in m.ddls)]
-    committer.commit([m.result for m in msgs if m.result is not None], ddls)
-    marks = [m.mark for m in msgs if m.mark is not None]
-    if not marks:
-        return None
-    start, end = min(m[0] for m in marks), max(m[1] for m in marks)
-    previous = read_progress(spec.progress_path)
-    if previous is not None and previous.checkpoint_ts >= end:
-        return None
-    committer.checkpoint(end)
+    try:
+        committer = spec.sink().committer(spec.sink_config(), spec.sink_context())
+        ddls = [load_info(blob) for _ts, _seq, blob in sorted(d for m in msgs for d in m.ddls)]
+        committer.commit([m.result for m in msgs if m.result is not None], ddls)
+        marks = [m.mark for m in msgs if m.mark is not None]
+        if not marks:
+            return None
+        start, end = min(m[0] for m in marks), max(m[1] for m in marks)
+        previous = read_progress(spec.progress_path)
+        if previous is not None and previous.checkpoint_ts >= end:
+            return None
+        committer.checkpoint(end)
+    except SparkcdcError as e:
+        raise with_code(e) from e
     write_progress(spec.progress_path, CommittedProgress(end, batch_id, start))
     log.debug("changefeed=%s batch %d committed: checkpoint %d", spec.changefeed, batch_id, end)
     return end

@@ -21,6 +21,7 @@ import pickle
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from sparkcdc.errors import SparkcdcError, with_code
 from sparkcdc.model.events import DDLEvent, RowChange
 from sparkcdc.pipeline.spec import FeedSpec
 
@@ -48,7 +49,7 @@ class ChunkTransform:
         self.table_filter = replica.table_filter()
         self.event_filter = replica.event_filter()
         self.force_replicate = bool(replica.force_replicate)
-        self.encoder = spec.sink().encoder(spec.sink_config())
+        self.encoder = spec.sink().encoder(spec.sink_config(), spec.sink_context())
         self._match: dict[tuple[str, str], bool] = {}
         self._sent_info: set[tuple[str, str, int]] = set()
 
@@ -104,7 +105,11 @@ class ChunkTransform:
 
     def _flush_txn(self, open_txn: dict[tuple[str, str, int], list[RowChange]], seq: int) -> Iterator[OutRow]:
         for (schema, table, version), rows in open_txn.items():
-            for p in self.encoder.encode(rows):
+            try:
+                payloads = list(self.encoder.encode(rows))
+            except SparkcdcError as e:
+                raise with_code(e) from e
+            for p in payloads:
                 key = (schema, table, version)
                 info: bytes | None = None
                 if key not in self._sent_info:

@@ -4,7 +4,7 @@ The server's validation, the changefeed query and the CLI all go through :func:`
 new package plus one registry line. A sink has four parts, matching where the query runs them:
 
 ``config(uri, toml)``      validating constructor (driver and control plane); raises ConfigError, secrets masked
-``encoder(config)``        executors, source side: one table's rows of one transaction -> routed payloads
+``encoder(config, ctx)``   executors, source side: one table's rows of one transaction -> routed payloads
 ``writer(config, ctx)``    executors, sink side: a task's routed payloads (one route per task) -> a result
 ``committer(config, ctx)`` driver: publishes a batch's results and DDLs, then the checkpoint
 
@@ -106,7 +106,7 @@ class SinkCommitter(Protocol):
 class Sink(Protocol):
     def config(self, uri: str, toml: Mapping[str, Any]) -> SinkConfig: ...
 
-    def encoder(self, config: Any) -> SinkEncoder: ...
+    def encoder(self, config: Any, ctx: SinkContext) -> SinkEncoder: ...
 
     def writer(self, config: Any, ctx: SinkContext) -> SinkWriter: ...
 
@@ -123,6 +123,8 @@ SINKS: dict[str, str] = {
     "azblob": "sparkcdc.sink.storage:SINK",
     "noop": "sparkcdc.sink.storage:SINK",
     "blackhole": "sparkcdc.sink.blackhole:SINK",
+    "kafka": "sparkcdc.sink.kafka:SINK",
+    "kafka+ssl": "sparkcdc.sink.kafka:SINK",
 }
 
 

@@ -50,7 +50,7 @@ class _BlackholeSink:
             raise ConfigError(f"blackhole sink takes no parameter {unknown[0]!r}", code=ERR_SINK_URI_INVALID)
         return BlackholeConfig()
 
-    def encoder(self, config: BlackholeConfig) -> _Encoder:
+    def encoder(self, config: BlackholeConfig, ctx: SinkContext) -> _Encoder:
         return _Encoder()
 
     def writer(self, config: BlackholeConfig, ctx: SinkContext) -> _Writer:

@@ -6,10 +6,11 @@ import pytest
 
 from sparkcdc.errors import ConfigError
 from sparkcdc.model import ColumnInfo, RowChange, RowOp, TableInfo
-from sparkcdc.sink.base import SINKS, Payload, sink_config, sink_for
+from sparkcdc.sink.base import SINKS, Payload, SinkContext, sink_config, sink_for
 from sparkcdc.sink.blackhole import BlackholeConfig
 from sparkcdc.storage.sink_config import StorageSinkConfig
 
+CTX = SinkContext("cf", 0, "/tmp/unused")
 T = TableInfo("db", "t", 7, (ColumnInfo("id", "int", nullable=False, primary_key=True, handle_key=True),))
 
 
@@ -28,7 +29,7 @@ def test_blackhole() -> None:
     assert cfg == BlackholeConfig()
     sink = sink_for("blackhole://")
     rows = [RowChange(5, T, RowOp.INSERT, None, (1,)), RowChange(5, T, RowOp.INSERT, None, (2,))]
-    assert list(sink.encoder(cfg).encode(rows)) == [Payload(0, 0, 2, b"")]
+    assert list(sink.encoder(cfg, CTX).encode(rows)) == [Payload(0, 0, 2, b"")]
     with pytest.raises(ConfigError, match="no parameter 'x'"):
         sink_config("blackhole://?x=1")
 
@@ -59,5 +60,5 @@ def test_storage_sink_encoder_routes_a_table_to_its_dml_worker() -> None:
 
     cfg = sink_config("file:///tmp/x?protocol=csv&worker-count=8")
     rows = [RowChange(5, T, RowOp.INSERT, None, (1,))]
-    [payload] = list(sink_for("file:///tmp/x").encoder(cfg).encode(rows))
+    [payload] = list(sink_for("file:///tmp/x").encoder(cfg, CTX).encode(rows))
     assert payload.route == dispatch_worker("db", "t", 8) and payload.nrows == 1 and payload.data.startswith(b'"I"')

@@ -175,6 +175,10 @@ class ColumnSelectors:
         self._projections[id(table)] = (table, projected, positions)
         return projected, positions
 
+    def project(self, table: TableInfo) -> TableInfo:
+        """``table`` as its selected rows describe it (the same object when no column is filtered)."""
+        return self._projection(table)[0]
+
     def select(self, row: RowChange) -> RowChange:
         """``row`` without the columns its table's selector filters out (the same object when none is)."""
         projected, positions = self._projection(row.table)

@@ -123,6 +123,17 @@ class KafkaSinkConfig:
 
     # -- what the pipeline needs ------------------------------------------------------------------------
     @property
+    def flush_interval(self) -> float:
+        """Seconds between micro-batches while caught up: a message queue is for low latency (TiCDC's MQ sink
+        sends as soon as it has events), so half a second, Spark's trigger poll."""
+        return 0.5
+
+    @property
+    def worker_count(self) -> int:
+        """Producer tasks; each owns whole topic-partitions (bounded further by the cluster's task slots)."""
+        return 16
+
+    @property
     def topic(self) -> str:
         """The default topic (the URI's path)."""
         return self.uri.topic
@@ -196,26 +207,37 @@ class KafkaSinkConfig:
         """
         acks = self.required_acks
         cfg: dict[str, Any] = {
-            "bootstrap.servers": self.uri.bootstrap_servers,
-            "client.id": client_id or self.client_id or "sparkcdc_producer",
+            **self.connection_config(client_id),
             "acks": "all" if acks == -1 else str(acks),
             "enable.idempotence": acks == -1,
             "compression.type": self.compression,
             "message.max.bytes": min(max(self.max_message_bytes + _CLIENT_SIZE_SLACK, 1000), 1_000_000_000),
             "batch.size": max(1, min(1_000_000, self.max_message_bytes)),
             "linger.ms": 5,
-            "socket.connection.setup.timeout.ms": max(1000, self.dial_timeout_ns // 1_000_000),
-            "socket.timeout.ms": max(10, max(self.read_timeout_ns, self.write_timeout_ns) // 1_000_000),
-            "security.protocol": security_protocol(self.sasl, self.tls),
+            # A message not acknowledged within write-timeout fails the batch (the changefeed shows a warning
+            # and retries) instead of waiting librdkafka's default five minutes for a broker that is gone.
+            "message.timeout.ms": max(1000, self.write_timeout_ns // 1_000_000),
         }
         if acks == -1:
             cfg["max.in.flight.requests.per.connection"] = 5
         else:
             cfg["max.in.flight.requests.per.connection"] = 1
             cfg["retries"] = self.max_retry
+        cfg.update(overrides or {})
+        return cfg
+
+    def connection_config(self, client_id: str | None = None) -> dict[str, Any]:
+        """Settings every client of the sink shares (producer and admin): brokers, client id, timeouts and
+        security. Producer-only keys stay out: librdkafka warns about them on an admin client."""
+        cfg: dict[str, Any] = {
+            "bootstrap.servers": self.uri.bootstrap_servers,
+            "client.id": client_id or self.client_id or "sparkcdc_producer",
+            "socket.connection.setup.timeout.ms": max(1000, self.dial_timeout_ns // 1_000_000),
+            "socket.timeout.ms": max(10, max(self.read_timeout_ns, self.write_timeout_ns) // 1_000_000),
+            "security.protocol": security_protocol(self.sasl, self.tls),
+        }
         cfg.update(self.sasl.librdkafka())
         cfg.update(self.tls.librdkafka())
-        cfg.update(overrides or {})
         return cfg
 
     # -- validation ----------------------------------------------------------------------------------

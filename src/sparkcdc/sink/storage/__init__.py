@@ -13,7 +13,7 @@ class _StorageSink:
     def config(self, uri: str, toml: Mapping[str, Any]) -> StorageSinkConfig:
         return StorageSinkConfig.from_uri(uri, toml)
 
-    def encoder(self, config: StorageSinkConfig) -> Any:
+    def encoder(self, config: StorageSinkConfig, ctx: SinkContext) -> Any:
         from sparkcdc.sink.storage.encoder import StorageEncoder
 
         return StorageEncoder(config)

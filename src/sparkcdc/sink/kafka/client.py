@@ -1,0 +1,185 @@
+"""The Kafka clients of one sink config in one process: a producer that checks every delivery, and the topics.
+
+Clients live as long as the Python worker (Spark reuses workers across tasks and micro-batches), so a
+connection is made once, not per batch, as TiCDC keeps one producer per changefeed. A client that failed is
+dropped (:func:`discard`): an idempotent producer that timed out may be fenced, and the next batch starts clean.
+"""
+
+from __future__ import annotations
+
+import logging
+import pickle
+import threading
+import time
+from typing import Any, Final
+
+from sparkcdc.errors import ConfigError, KafkaError
+from sparkcdc.sink.kafka.config import KafkaSinkConfig
+from sparkcdc.sink.kafka.limits import resolve_partition_num
+
+log = logging.getLogger(__name__)
+
+ERR_TOPIC_NOT_EXISTS: Final = "CDC:ErrKafkaTopicNotExists"
+_ADMIN_TIMEOUT: Final = 10.0
+_lock = threading.Lock()
+_clients: dict[bytes, Clients] = {}
+
+
+class DeliveryProducer:
+    """A confluent-kafka producer whose :meth:`flush` raises unless the broker acknowledged every message."""
+
+    def __init__(self, config: KafkaSinkConfig, client_id: str) -> None:
+        from confluent_kafka import Producer
+
+        self.config = config
+        self._producer = Producer(config.producer_config(client_id))
+        self._errors: list[Any] = []
+        self.sent = 0
+
+    def _delivered(self, err: Any, _msg: Any) -> None:
+        if err is not None:
+            self._errors.append(err)
+
+    def send(self, topic: str, partition: int, value: bytes, key: bytes | None = None) -> None:
+        """Queue one message (waits while the client's queue is full). Raises KafkaError."""
+        from confluent_kafka import KafkaException
+
+        while True:
+            try:
+                self._producer.produce(topic, value, key, partition=partition, on_delivery=self._delivered)
+                break
+            except BufferError:
+                self._producer.poll(0.05)
+            except KafkaException as e:
+                raise _kafka_error(e.args[0], f"cannot send to {topic}[{partition}]") from None
+        self.sent += 1
+        if self.sent % 1000 == 0:
+            self._producer.poll(0)
+
+    def flush(self) -> None:
+        """Wait until every queued message is acknowledged. Raises KafkaError naming the first failure; then
+        nothing of the batch counts as delivered."""
+        timeout = self.config.producer_config()["message.timeout.ms"] / 1000 + 5
+        left = self._producer.flush(timeout)
+        errors, self._errors = self._errors, []
+        if errors:
+            raise _kafka_error(errors[0], f"{len(errors)} message(s) not acknowledged by the Kafka cluster")
+        if left:
+            raise KafkaError(f"{left} message(s) not acknowledged by the Kafka cluster within {timeout:.0f}s")
+
+    def close(self) -> None:
+        try:
+            self._producer.purge()
+            self._producer.flush(0)
+        except Exception:  # a broken producer is being thrown away; nothing to report
+            log.debug("closing a producer failed", exc_info=True)
+
+
+class Topics:
+    """Partition counts of the topics the sink writes, creating missing ones as TiCDC does (``partition-num``
+    partitions, 3 by default, with ``replication-factor``) unless ``auto-create-topic=false``."""
+
+    def __init__(self, config: KafkaSinkConfig, client_id: str) -> None:
+        from confluent_kafka.admin import AdminClient
+
+        self.config = config
+        self._admin = AdminClient(config.connection_config(client_id))
+        self._partitions: dict[str, int] = {}
+
+    def partitions(self, topic: str) -> int:
+        """Partitions rows of ``topic`` are dispatched over. Raises KafkaError (cluster unreachable), ConfigError
+        (topic missing and not to be created, or fewer partitions than ``partition-num``)."""
+        count = self._partitions.get(topic)
+        if count is None:
+            count = self._partitions[topic] = self._resolve(topic)
+        return count
+
+    def _existing(self, topic: str) -> int | None:
+        from confluent_kafka import KafkaException
+
+        try:
+            # all topics: a metadata request naming a missing topic makes brokers auto-create it their way
+            found = self._admin.list_topics(timeout=_ADMIN_TIMEOUT).topics.get(topic)
+        except KafkaException as e:
+            raise _kafka_error(e.args[0], "cannot read the topics of the Kafka cluster") from None
+        if found is None or found.error is not None or not found.partitions:
+            return None
+        return len(found.partitions)
+
+    def _resolve(self, topic: str) -> int:
+        actual = self._existing(topic)
+        if actual is not None:
+            return resolve_partition_num(self.config.partition_num, actual)
+        if not self.config.auto_create_topic:
+            raise ConfigError(
+                f"topic {topic!r} does not exist and auto-create-topic is false; create it or set "
+                "auto-create-topic=true",
+                code=ERR_TOPIC_NOT_EXISTS,
+            )
+        from confluent_kafka import KafkaException
+        from confluent_kafka.admin import NewTopic  # type: ignore[attr-defined]
+
+        count = resolve_partition_num(self.config.partition_num, None)
+        futures = self._admin.create_topics(
+            [NewTopic(topic, count, self.config.replication_factor)], request_timeout=_ADMIN_TIMEOUT
+        )
+        try:
+            futures[topic].result()
+            log.info("created topic %s with %d partitions", topic, count)
+        except KafkaException as e:
+            if e.args[0].name() != "TOPIC_ALREADY_EXISTS":
+                raise _kafka_error(e.args[0], f"cannot create topic {topic!r}") from None
+        deadline = time.monotonic() + _ADMIN_TIMEOUT
+        while (actual := self._existing(topic)) is None:
+            if time.monotonic() > deadline:
+                raise KafkaError(f"topic {topic!r} was created but is not visible after {_ADMIN_TIMEOUT:.0f}s")
+            time.sleep(0.05)
+        return resolve_partition_num(self.config.partition_num, actual)
+
+
+class Clients:
+    def __init__(self, config: KafkaSinkConfig, changefeed: str) -> None:
+        import socket
+
+        client_id = config.kafka_client_id(socket.gethostname(), "default", changefeed)
+        self.topics = Topics(config, client_id)
+        self._producer: DeliveryProducer | None = None
+        self._client_id = client_id
+        self.config = config
+
+    @property
+    def producer(self) -> DeliveryProducer:
+        if self._producer is None:
+            self._producer = DeliveryProducer(self.config, self._client_id)
+        return self._producer
+
+
+def clients(config: KafkaSinkConfig, changefeed: str) -> Clients:
+    """This process's clients for ``config`` (created on first use)."""
+    key = pickle.dumps((changefeed, config))
+    with _lock:
+        found = _clients.get(key)
+        if found is None:
+            found = _clients[key] = Clients(config, changefeed)
+        return found
+
+
+def discard(config: KafkaSinkConfig, changefeed: str) -> None:
+    """Forget (and close) this process's clients for ``config`` after a failure."""
+    with _lock:
+        found = _clients.pop(pickle.dumps((changefeed, config)), None)
+    if found is not None and found._producer is not None:
+        found._producer.close()
+
+
+def _kafka_error(err: Any, what: str) -> KafkaError:
+    name = err.name() if hasattr(err, "name") else type(err).__name__
+    text = err.str() if hasattr(err, "str") else str(err)
+    if name == "MSG_SIZE_TOO_LARGE":
+        return KafkaError(
+            f"{what}: {text}; the message is above the broker's limit: lower max-message-bytes or set "
+            "large-message-handle-option",
+            code="CDC:ErrMessageTooLarge",
+            retryable=False,
+        )
+    return KafkaError(f"{what}: {name}: {text}")

@@ -1,0 +1,121 @@
+"""Executor side, sink stage: a task's messages to the broker, in commit order per partition, all acknowledged.
+
+The task owns whole topic partitions (the query routed by partition), so sending its payloads in
+``(commit_ts, seq)`` order keeps each partition in commit order. The task returns only after every message is
+acknowledged (:meth:`DeliveryProducer.flush`); a failure fails the batch and nothing of it is acknowledged: the
+checkpoint stays and Spark replays the batch (TiCDC's at-least-once).
+
+The simple protocol's BOOTSTRAP messages are sent here, before the rows of a table: when this worker first sends
+the table's rows, then again once ``send-bootstrap-interval-in-sec`` has passed or
+``send-bootstrap-in-msg-count`` rows were sent since the last one (checked when the table's rows come, as TiCDC
+checks active tables), to all partitions of the table's topic (partition 0 with
+``send-bootstrap-to-all-partition = false``). The schema a BOOTSTRAP describes is the latest version seen.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from typing import Any
+
+from sparkcdc.codec.base import message_encoder
+from sparkcdc.errors import SparkcdcError
+from sparkcdc.model import TableInfo
+from sparkcdc.sink.base import Routed, SinkContext
+from sparkcdc.sink.kafka.client import DeliveryProducer, clients, discard
+from sparkcdc.sink.kafka.config import KafkaSinkConfig
+from sparkcdc.sink.kafka.dispatcher import bootstrap_partitions
+from sparkcdc.sink.kafka.encoder import unpack
+
+
+@dataclass(frozen=True)
+class KafkaResult:
+    """What a task delivered: the topics it wrote (with their partition counts, for the watermarks)."""
+
+    topics: tuple[tuple[str, int], ...] = ()
+    messages: int = 0
+    rows: int = 0
+
+
+@dataclass
+class _Sent:
+    table: TableInfo
+    at: float
+    rows: int = 0
+
+
+@dataclass
+class BootstrapTracker:
+    """When each table's BOOTSTRAP is due, for one changefeed in this worker process."""
+
+    interval: float
+    count: int
+    clock: Callable[[], float] = time.monotonic
+    tables: dict[tuple[str, str, str], _Sent] = field(default_factory=dict)
+
+    def due(self, topic: str, table: TableInfo, rows: int) -> bool:
+        """Record ``rows`` rows of ``table`` about to be sent to ``topic``; True when a BOOTSTRAP must go first."""
+        key = (topic, table.schema, table.table)
+        sent = self.tables.get(key)
+        now = self.clock()
+        if sent is None or now - sent.at >= self.interval or sent.rows >= self.count:
+            self.tables[key] = _Sent(table, now, rows)
+            return True
+        sent.table = table
+        sent.rows += rows
+        return False
+
+
+_trackers: dict[str, BootstrapTracker] = {}
+
+
+class KafkaTaskWriter:
+    def __init__(self, config: KafkaSinkConfig, ctx: SinkContext) -> None:
+        self.config = config
+        self.ctx = ctx
+
+    def write(self, payloads: Iterable[Routed]) -> KafkaResult:
+        try:
+            return self._write(sorted(payloads, key=lambda p: (p.commit_ts, p.seq)))
+        except SparkcdcError:
+            # what this batch sent may be lost: a fresh producer, and BOOTSTRAPs again before the replayed rows
+            discard(self.config, self.ctx.changefeed)
+            _trackers.pop(self.ctx.changefeed, None)
+            raise
+
+    def _write(self, payloads: list[Routed]) -> KafkaResult:
+        client = clients(self.config, self.ctx.changefeed)
+        producer = client.producer
+        bootstrap = self._bootstrap(producer, client.topics.partitions) if self.config.bootstrap_enabled else None
+        topics: dict[str, int] = {}
+        messages = rows = 0
+        for p in payloads:
+            topic, partition, values = unpack(p.data)
+            if topic not in topics:
+                topics[topic] = client.topics.partitions(topic)
+            if bootstrap is not None:
+                bootstrap(topic, p.info, p.nrows)
+            for value in values:
+                producer.send(topic, partition, value)
+            messages += len(values)
+            rows += p.nrows
+        producer.flush()
+        return KafkaResult(tuple(sorted(topics.items())), messages, rows)
+
+    def _bootstrap(self, producer: DeliveryProducer, partitions: Callable[[str], int]) -> Callable[..., None]:
+        tracker = _trackers.get(self.ctx.changefeed)
+        if tracker is None:
+            tracker = _trackers[self.ctx.changefeed] = BootstrapTracker(
+                self.config.send_bootstrap_interval_in_sec, self.config.send_bootstrap_in_msg_count
+            )
+        codec: Any = message_encoder(self.config.protocol, self.config.codec_options())
+        selectors = self.config.column_selectors()
+
+        def send(topic: str, table: TableInfo, rows: int) -> None:
+            if tracker.due(topic, table, rows):
+                message = codec.encode_bootstrap(selectors.project(table))
+                for partition in bootstrap_partitions(self.config.send_bootstrap_to_all_partition, partitions(topic)):
+                    producer.send(topic, partition, message.value)
+
+        return send
