@@ -13,7 +13,7 @@ Where decoding is lossy (by the protocol, not by us):
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, Final
 
 import orjson
@@ -29,6 +29,7 @@ from sparkcdc.codec.canal_json.message import (
     parse_mysql_type,
 )
 from sparkcdc.codec.canal_json.values import Parser, parser_for
+from sparkcdc.codec.large_message import claim_check_name, claim_check_value
 from sparkcdc.errors import ConfigError, DecodeError
 from sparkcdc.model import ColumnInfo, DDLEvent, Event, ResolvedEvent, RowChange, RowOp, TableInfo
 
@@ -45,6 +46,8 @@ _TYPE_NAMES: Final = {
 }
 _BUG_ERRORS: Final = (KeyError, IndexError, TypeError, ValueError, AttributeError)
 _PLAN_CACHE_LIMIT: Final = 512
+
+ClaimCheckReader = Callable[[str], bytes]
 
 
 def _json_type(value: Any) -> str:
@@ -114,6 +117,18 @@ def _tidb_number(obj: Mapping[str, Any], member: str) -> int:
     if type(value) is not int or value < 0:
         raise DecodeError(f"member '_tidb.{member}' must be a non-negative integer, got {value!r:.40}")
     return value
+
+
+def _large_message_markers(obj: Mapping[str, Any]) -> tuple[bool, str]:
+    """``_tidb.onlyHandleKey`` and ``_tidb.claimCheckLocation`` (False and "" when absent)."""
+    tidb = obj.get(TIDB_MEMBER) or {}
+    only_handle_key = tidb.get("onlyHandleKey", False)
+    if type(only_handle_key) is not bool:
+        raise DecodeError(f"member '_tidb.onlyHandleKey' must be a boolean, got {_json_type(only_handle_key)}")
+    location = tidb.get("claimCheckLocation", "")
+    if type(location) is not str:
+        raise DecodeError(f"member '_tidb.claimCheckLocation' must be a string, got {_json_type(location)}")
+    return only_handle_key, location
 
 
 def _images(obj: Mapping[str, Any], op: RowOp) -> tuple[list[dict[str, Any]], list[dict[str, Any]] | None]:
@@ -253,14 +268,34 @@ class CanalJsonMessageDecoder:
 
     A DML message carries its own schema: the TableInfo is built from ``mysqlType`` (column types),
     ``sqlType`` (column order, as TiCDC writes it in table order) and ``pkNames``, and cached.
+
+    Oversized rows (``_tidb.claimCheckLocation`` / ``_tidb.onlyHandleKey``) are handled as the simple
+    decoder does: ``claim_check_reader`` maps a claim-check file name (the base name of the location) to
+    its bytes, and the row decodes from the full message in that file; without a reader such a message is
+    a DecodeError. A handle-key-only message needs an upstream lookup (TiCDC queries TiDB at the commit ts):
+    with ``allow_handle_key_only`` it decodes to rows of a table holding only those key columns (the
+    message's ``mysqlType``), otherwise it raises DecodeError.
     """
 
-    def __init__(self, config: CanalJsonConfig | None = None) -> None:
+    def __init__(
+        self,
+        config: CanalJsonConfig | None = None,
+        *,
+        claim_check_reader: ClaimCheckReader | None = None,
+        allow_handle_key_only: bool = False,
+    ) -> None:
         self.config = config or CanalJsonConfig()
+        self._claim_check_reader = claim_check_reader
+        self._allow_handle_key_only = allow_handle_key_only
         self._plans: dict[tuple[Any, ...], _RowPlan] = {}
 
     def __reduce__(self) -> tuple[Any, ...]:
-        return (type(self), (self.config,))
+        state = {"_claim_check_reader": self._claim_check_reader, "_allow_handle_key_only": self._allow_handle_key_only}
+        return (type(self), (self.config,), state)
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        self._claim_check_reader = state["_claim_check_reader"]
+        self._allow_handle_key_only = state["_allow_handle_key_only"]
 
     def decode(self, message: Message) -> Iterator[Event]:
         value = message.value if isinstance(message, Message) else message
@@ -289,7 +324,36 @@ class CanalJsonMessageDecoder:
             return [DDLEvent(commit_ts, action, obj.get("sql", ""), obj["database"], obj["table"])]
         if kind not in DML_TYPES:
             raise DecodeError(f"member 'type' is {kind!r:.40}; expected INSERT, UPDATE, DELETE or TIDB_WATERMARK")
+        only_handle_key, location = _large_message_markers(obj)
+        if location:
+            obj = self._claim_checked(obj, location, commit_ts)
+            commit_ts = _tidb_number(obj, "commitTs")
+        elif only_handle_key and not self._allow_handle_key_only:
+            raise DecodeError(
+                f"handle-key-only DML of {obj['database']}.{obj['table']} at commit-ts {commit_ts} carries only "
+                "key columns; the full row needs an upstream lookup at that commit-ts"
+            )
         return list(self._plan(obj).rows(obj, commit_ts))
+
+    def _claim_checked(self, obj: Mapping[str, Any], location: str, commit_ts: int) -> dict[str, Any]:
+        """The full DML message stored in the claim-check file ``location`` names."""
+        where = f"{obj['database']}.{obj['table']} at commit-ts {commit_ts}"
+        if self._claim_check_reader is None:
+            raise DecodeError(f"DML of {where} is in claim-check storage ({location}); configure a claim-check reader")
+        name = claim_check_name(location)
+        try:
+            data = self._claim_check_reader(name)
+        except (KeyError, OSError) as e:
+            raise DecodeError(f"cannot read claim-check file {name} for {where}: {type(e).__name__}: {e}") from e
+        if not self.config.claim_check_raw_value:
+            data = claim_check_value(data, name)
+        try:
+            full = _load_object(data)
+        except DecodeError as e:
+            raise DecodeError(f"claim-check file {name}: {e.message}") from e
+        if full["isDdl"] or full["type"] not in DML_TYPES or _large_message_markers(full) != (False, ""):
+            raise DecodeError(f"claim-check file {name} does not hold a full DML message")
+        return full
 
     def _plan(self, obj: Mapping[str, Any]) -> _RowPlan:
         mysql_types = obj.get("mysqlType")

@@ -14,13 +14,13 @@ from dataclasses import dataclass
 from typing import Any, Final
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
+from sparkcdc.codec.large_message import DEFAULT_MAX_MESSAGE_BYTES, LARGE_MESSAGE_OPTIONS, validate_large_message
 from sparkcdc.errors import ConfigError
 from sparkcdc.masking import mask_uri
 
-ENCODING_FORMATS: Final = ("json", "avro")
-LARGE_MESSAGE_OPTIONS: Final = ("none", "handle-key-only", "claim-check")
+__all__ = ["DEFAULT_MAX_MESSAGE_BYTES", "ENCODING_FORMATS", "LARGE_MESSAGE_OPTIONS", "SimpleConfig"]
 
-DEFAULT_MAX_MESSAGE_BYTES: Final = 10 * 1024 * 1024  # TiCDC's config.DefaultMaxMessageBytes
+ENCODING_FORMATS: Final = ("json", "avro")
 DEFAULT_BOOTSTRAP_INTERVAL_SEC: Final = 120
 DEFAULT_BOOTSTRAP_MSG_COUNT: Final = 10000
 DEFAULT_MAX_PENDING_DML: Final = 100_000
@@ -83,20 +83,13 @@ class SimpleConfig:
             raise ConfigError(
                 f"simple protocol: unsupported encoding-format {self.encoding_format!r}; use one of: json, avro"
             )
-        if self.large_message_handle_option not in LARGE_MESSAGE_OPTIONS:
-            raise ConfigError(
-                f"simple protocol: unsupported large-message-handle-option {self.large_message_handle_option!r};"
-                f" use one of: {', '.join(LARGE_MESSAGE_OPTIONS)}"
-            )
-        if self.large_message_handle_compression not in ("none", ""):
-            raise ConfigError(
-                f"simple protocol: large-message-handle-compression {self.large_message_handle_compression!r} is "
-                "not supported by sparkcdc; use none"
-            )
-        if self.large_message_handle_option == "claim-check" and not self.claim_check_storage_uri:
-            raise ConfigError("simple protocol: large-message-handle-option=claim-check needs claim-check-storage-uri")
-        if self.max_message_bytes <= 0:
-            raise ConfigError(f"simple protocol: max-message-bytes must be positive, got {self.max_message_bytes}")
+        validate_large_message(
+            "simple protocol",
+            option=self.large_message_handle_option,
+            compression=self.large_message_handle_compression,
+            storage_uri=self.claim_check_storage_uri,
+            max_message_bytes=self.max_message_bytes,
+        )
         if not 1 <= self.max_pending_dml <= MAX_PENDING_DML_LIMIT:
             raise ConfigError(
                 f"simple protocol: max-pending-dml must be between 1 and {MAX_PENDING_DML_LIMIT}, "
@@ -155,5 +148,3 @@ def _convert(key: str, value: Any, kind: str) -> Any:
     if not isinstance(value, str):
         raise ConfigError(f"simple protocol: {key} must be a string, got {value!r}")
     return value.strip().lower() if kind == "lower" else value
-
-

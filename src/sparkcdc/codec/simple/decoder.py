@@ -22,8 +22,6 @@ covers. DDLs of other tables are not held back.
 
 from __future__ import annotations
 
-import base64
-import binascii
 from collections import deque
 from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass
@@ -32,6 +30,7 @@ from typing import Any, Final
 import orjson
 
 from sparkcdc.codec.base import Message
+from sparkcdc.codec.large_message import claim_check_name, claim_check_value
 from sparkcdc.errors import DecodeError
 from sparkcdc.model import BootstrapEvent, DDLAction, DDLEvent, Event, ResolvedEvent, RowChange, RowOp, TableInfo
 
@@ -274,7 +273,7 @@ class SimpleDecoder:
                 f"simple: DML of {msg.database}.{msg.table} at commit-ts {msg.commit_ts} is in claim-check "
                 f"storage ({msg.claim_check_location}); configure a claim-check reader"
             )
-        name = msg.claim_check_location.rstrip("/").rsplit("/", 1)[-1]
+        name = claim_check_name(msg.claim_check_location)
         try:
             data = self._claim_check_reader(name)
         except (KeyError, OSError) as e:
@@ -283,7 +282,10 @@ class SimpleDecoder:
                 f"{msg.commit_ts}: {type(e).__name__}: {e}"
             ) from e
         if not self.config.claim_check_raw_value:
-            data = claim_check_value(data, name)
+            try:
+                data = claim_check_value(data, name)
+            except DecodeError as e:
+                raise DecodeError(f"simple: {e.message}") from e
         full = self.parse(data)
         if not full.is_dml or full.claim_check_location:
             raise DecodeError(f"simple: claim-check file {name} does not hold a full DML message")
@@ -292,20 +294,6 @@ class SimpleDecoder:
 
 def _name(key: Key) -> str:
     return f"{key[0]}.{key[1]}"
-
-
-def claim_check_value(data: bytes, name: str) -> bytes:
-    """The message value inside a claim-check file ``{"key": b64|null, "value": b64}``."""
-    try:
-        obj = orjson.loads(data)
-    except orjson.JSONDecodeError as e:
-        raise DecodeError(f"simple: claim-check file {name} is not JSON: {e}") from e
-    obj = as_object(obj, f"claim-check file {name}")
-    value = as_str(member(obj, "value", name), f"{name}.value")
-    try:
-        return base64.b64decode(value, validate=True)
-    except (binascii.Error, ValueError) as e:
-        raise DecodeError(f"simple: claim-check file {name}: value is not base64") from e
 
 
 def _ddl_event(msg: SimpleMessage) -> DDLEvent:

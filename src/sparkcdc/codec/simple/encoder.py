@@ -8,14 +8,20 @@ UPDATEs into DELETE+INSERT (unless ``output-raw-change-event``) is the sink's jo
 
 from __future__ import annotations
 
-import base64
 import time
-import uuid
 from collections.abc import Callable, Mapping
-from dataclasses import dataclass
 from typing import Any, Final
 
 from sparkcdc.codec.base import Message
+from sparkcdc.codec.large_message import (
+    MAX_RECORD_OVERHEAD,
+    MESSAGE_TOO_LARGE,
+    ClaimCheckFile,
+    EncodedRow,
+    claim_check_envelope,
+    claim_check_location,
+    new_claim_check_uuid,
+)
 from sparkcdc.errors import EncodeError
 from sparkcdc.model import DDLEvent, RowChange, TableInfo
 from sparkcdc.model.ddl_action import protocol_ddl_type
@@ -25,27 +31,13 @@ from .config import SimpleConfig
 from .message import BOOTSTRAP, PROTOCOL_VERSION, WATERMARK, Checksum, clean_text, go_json_dumps
 from .values import EncodePlan, encode_plan
 
-# Kafka's per-record overhead TiCDC adds when comparing with max-message-bytes (common.MaxRecordOverhead).
-MAX_RECORD_OVERHEAD: Final = 5 * 5 + 10 + 1
+__all__ = ["ClaimCheckFile", "EncodedRow", "SimpleEncoder", "claim_check_envelope", "from_options"]
+
 _CACHE_LIMIT: Final = 4096
 
 
 def _wall_clock_ms() -> int:
     return time.time_ns() // 1_000_000
-
-
-@dataclass(frozen=True, slots=True)
-class ClaimCheckFile:
-    """A file the sink must write under ``claim-check-storage-uri`` before sending the message."""
-
-    name: str
-    data: bytes
-
-
-@dataclass(frozen=True, slots=True)
-class EncodedRow:
-    message: Message
-    claim_check: ClaimCheckFile | None = None
 
 
 class SimpleEncoder:
@@ -61,7 +53,7 @@ class SimpleEncoder:
         config: SimpleConfig | None = None,
         *,
         clock: Callable[[], int] = _wall_clock_ms,
-        new_uuid: Callable[[], str] = lambda: str(uuid.uuid4()),
+        new_uuid: Callable[[], str] = new_claim_check_uuid,
     ) -> None:
         self.config = config or SimpleConfig()
         self._avro = self.config.encoding_format == "avro"
@@ -103,13 +95,13 @@ class SimpleEncoder:
             raise EncodeError(
                 f"simple: message of {where} is {len(value) + MAX_RECORD_OVERHEAD} bytes, above max-message-bytes "
                 f"{limit}; raise max-message-bytes or set large-message-handle-option",
-                code="CDC:ErrMessageTooLarge",
+                code=MESSAGE_TOO_LARGE,
             )
         claim: ClaimCheckFile | None = None
         location = ""
         if option == "claim-check":
             name = f"{self._new_uuid()}.json"
-            location = f"{self.config.claim_check_storage_uri.rstrip('/')}/{name}"
+            location = claim_check_location(self.config.claim_check_storage_uri, name)
             data = value if self.config.claim_check_raw_value else claim_check_envelope(None, value)
             claim = ClaimCheckFile(name, data)
         small = self.encode_dml(row, handle_key_only=True, claim_check_location=location)
@@ -117,7 +109,7 @@ class SimpleEncoder:
             raise EncodeError(
                 f"simple: message of {where} is still {len(small) + MAX_RECORD_OVERHEAD} bytes with only handle-key "
                 f"columns, above max-message-bytes {limit}",
-                code="CDC:ErrMessageTooLarge",
+                code=MESSAGE_TOO_LARGE,
             )
         return EncodedRow(Message(None, small), claim)
 
@@ -264,13 +256,6 @@ class SimpleEncoder:
             cached = (table, table_schema.to_json(table))
             self._schemas[id(table)] = cached
         return cached[1]
-
-
-def claim_check_envelope(key: bytes | None, value: bytes) -> bytes:
-    """TiCDC's claim-check file: Go JSON of ``{Key, Value []byte}`` (base64, ``null`` for nil)."""
-    return go_json_dumps(
-        {"key": None if key is None else base64.b64encode(key).decode(), "value": base64.b64encode(value).decode()}
-    )
 
 
 def from_options(options: Mapping[str, Any]) -> SimpleEncoder:
