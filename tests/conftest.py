@@ -4,4 +4,5 @@ pytest_plugins = [
     "tests.fixtures.spark",
     "tests.fixtures.mariadb",
     "tests.fixtures.object_stores",
+    "tests.fixtures.kafka",
 ]
