@@ -60,6 +60,7 @@ _PERMANENT = frozenset({
     "CDC:ErrInvalidConfig", "CDC:ErrCorruptData", "CDC:ErrDecodeFailed", "CDC:ErrEncodeFailed",
     "CDC:ErrMessageTooLarge", "CDC:ErrDispatcherFailed", "CDC:ErrColumnSelectorFailed",
     "CDC:ErrKafkaInvalidPartitionNum", "CDC:ErrKafkaTopicNotExists", "CDC:ErrKafkaInvalidConfig",
+    "CDC:ErrKafkaInvalidClientID",
 })  # fmt: skip
 MAX_RESTARTS = 5
 

@@ -141,7 +141,8 @@ class Clients:
     def __init__(self, config: KafkaSinkConfig, changefeed: str) -> None:
         import socket
 
-        client_id = config.kafka_client_id(socket.gethostname(), "default", changefeed)
+        namespace, _, changefeed_id = changefeed.rpartition("/")
+        client_id = config.kafka_client_id(socket.gethostname(), namespace or "default", changefeed_id)
         self.topics = Topics(config, client_id)
         self._producer: DeliveryProducer | None = None
         self._client_id = client_id

@@ -154,24 +154,26 @@ class KafkaSinkConfig:
         """Options for ``sparkcdc.codec.base.message_encoder(self.protocol, options)`` with the codec's key names.
 
         ``time_zone`` is the capture server's zone for simple's TIMESTAMP ``location`` (the codec's default when
-        None). canal-json's large-message handling and ``max-message-bytes`` are not codec options: the sink
-        checks message sizes itself.
+        None). Both codecs check ``max-message-bytes`` and handle large messages themselves.
         """
-        if self.protocol == "canal-json":
-            return {
-                "enable-tidb-extension": self.enable_tidb_extension,
-                "content-compatible": self.content_compatible,
-                "only-output-updated-columns": self.only_output_updated_columns,
-                "delete-only-output-handle-key-columns": self.delete_only_output_handle_key_columns,
-            }
-        out: dict[str, Any] = {
-            "encoding-format": self.encoding_format,
+        large: dict[str, Any] = {
             "enable-tidb-extension": self.enable_tidb_extension,
             "max-message-bytes": self.max_message_bytes,
             "large-message-handle-option": self.large_message_handle_option,
             "large-message-handle-compression": self.large_message_handle_compression,
             "claim-check-storage-uri": self.claim_check_storage_uri,
             "claim-check-raw-value": self.claim_check_raw_value,
+        }
+        if self.protocol == "canal-json":
+            return {
+                **large,
+                "content-compatible": self.content_compatible,
+                "only-output-updated-columns": self.only_output_updated_columns,
+                "delete-only-output-handle-key-columns": self.delete_only_output_handle_key_columns,
+            }
+        out: dict[str, Any] = {
+            **large,
+            "encoding-format": self.encoding_format,
             "send-bootstrap-interval-in-sec": self.send_bootstrap_interval_in_sec,
             "send-bootstrap-in-msg-count": self.send_bootstrap_in_msg_count,
             "send-bootstrap-to-all-partition": self.send_bootstrap_to_all_partition,

@@ -176,7 +176,15 @@ def test_canal_json_codec_options() -> None:
         "content-compatible": True,
         "only-output-updated-columns": False,
         "delete-only-output-handle-key-columns": True,
+        "max-message-bytes": 10485760,
+        "large-message-handle-option": "none",
+        "large-message-handle-compression": "none",
+        "claim-check-storage-uri": "",
+        "claim-check-raw-value": False,
     }
+    from sparkcdc.codec.base import message_encoder
+
+    message_encoder("canal-json", c.codec_options())  # the codec accepts every option the sink passes
 
 
 def test_bootstrap_is_simple_only_and_off_with_a_non_positive_setting() -> None:
