@@ -18,6 +18,8 @@ from sparkcdc.sink.kafka.config import KafkaSinkConfig
 from sparkcdc.sink.kafka.limits import resolve_partition_num
 
 log = logging.getLogger(__name__)
+# librdkafka's own log lines (connection failures while a broker is down, ...) go through logging, not stderr.
+_client_log = logging.getLogger("sparkcdc.kafka.librdkafka")
 
 ERR_TOPIC_NOT_EXISTS: Final = "CDC:ErrKafkaTopicNotExists"
 _ADMIN_TIMEOUT: Final = 10.0
@@ -32,7 +34,7 @@ class DeliveryProducer:
         from confluent_kafka import Producer
 
         self.config = config
-        self._producer = Producer(config.producer_config(client_id))
+        self._producer = Producer(config.producer_config(client_id), logger=_client_log)
         self._errors: list[Any] = []
         self.sent = 0
 
@@ -83,7 +85,7 @@ class Topics:
         from confluent_kafka.admin import AdminClient
 
         self.config = config
-        self._admin = AdminClient(config.connection_config(client_id))
+        self._admin = AdminClient(config.connection_config(client_id), logger=_client_log)
         self._partitions: dict[str, int] = {}
 
     def partitions(self, topic: str) -> int:
