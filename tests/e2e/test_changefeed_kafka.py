@@ -13,6 +13,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 
 from sparkcdc.devtools.kafka import KafkaBroker
@@ -118,3 +119,45 @@ def test_changefeed_to_kafka(
         assert commit_ts_order_violations(heads) == [], topic
         if protocol == "simple":
             assert bootstrap_violations(heads) == [], topic
+
+
+def test_kafka_changefeed_errors_are_clear_and_secret_free(
+    fresh_db: FreshDatabase, mariadb: MariaDB, kafka_broker: KafkaBroker, tmp_path: Path
+) -> None:
+    """An oversized row with large-message-handle-option none fails the changefeed with TiCDC's code; a changefeed
+    whose SASL login cannot work shows a warning; neither's password appears in the API, the CLI or the log."""
+    db = fresh_db
+    db.execute("CREATE TABLE big (id INT PRIMARY KEY, v TEXT)")
+    secret = "hunter2-kafka-secret"
+    server = SparkServer(tmp_path, mariadb.port or 0).start()
+    try:
+        cfg = tmp_path / "cf.toml"
+        cfg.write_text(f'[filter]\nrules = ["{db.name}.*"]\n')
+        big = f"kafka://{kafka_broker.bootstrap}/{db.name}-big?protocol=simple&max-message-bytes=4096"
+        sasl = (f"kafka://{kafka_broker.bootstrap}/{db.name}-sasl?protocol=simple&sasl-mechanism=plain"
+                f"&sasl-user=cdc&sasl-password={secret}")  # fmt: skip
+        for cf, uri in (("cf-big", big), ("cf-sasl", sasl)):
+            created = server.cli("create", "--sink-uri", uri, "--changefeed-id", cf, "--config", str(cfg))
+            assert created.returncode == 0, created.stderr + created.stdout
+            assert secret not in created.stdout + created.stderr
+        db.execute("INSERT INTO big VALUES (1, 'small')", "INSERT INTO big VALUES (2, REPEAT('x', 6000))")
+        deadline = time.monotonic() + 120
+        while (state := server.changefeed("cf-big"))["state"] != "failed":
+            assert time.monotonic() < deadline, state
+            time.sleep(0.3)
+        assert state["error"]["code"] == "CDC:ErrMessageTooLarge", state
+        assert "max-message-bytes" in state["error"]["message"]
+        deadline = time.monotonic() + 120
+        while (state := server.changefeed("cf-sasl"))["state"] != "warning":
+            assert time.monotonic() < deadline, state
+            time.sleep(0.3)
+        shown = [server.cli(*args) for args in (("query", "-c", "cf-sasl"), ("list",), ("query", "-c", "cf-big"))]
+        assert all(r.returncode == 0 for r in shown), shown
+        status = httpx.get(f"{server.url}/api/v2/changefeeds/cf-sasl/status", timeout=10).json()
+        assert status["last_warning"]["message"], status
+        texts = [r.stdout + r.stderr for r in shown] + [str(server.changefeed("cf-sasl")), str(status)]
+    finally:
+        server.stop()
+    texts.append((tmp_path / "server.log").read_text() + (tmp_path / "server.out").read_text())
+    assert not [t for t in texts if secret in t]
+    assert "xxxxx" in shown[0].stdout  # the URI is shown masked, not dropped
