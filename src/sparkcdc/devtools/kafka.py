@@ -33,6 +33,7 @@ import time
 from pathlib import Path
 from types import TracebackType
 
+from sparkcdc.codec.base import Message
 from sparkcdc.devtools.mariadb import free_port
 from sparkcdc.errors import ConfigError, SparkcdcError
 
@@ -224,6 +225,54 @@ class KafkaBroker:
 
     def __exit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
         self.stop()
+
+
+Partitions = dict[int, list[Message]]
+
+
+def read_topic(bootstrap: str, topic: str, timeout: float = 60.0, idle: float = 1.0) -> Partitions:
+    """Every message of every partition of ``topic`` in offset order (empty partitions included), read with a
+    plain consumer (assign, no group). For tests, benchmarks and the quickstart.
+
+    tansu's high watermark is the base offset of the last batch + 1, so neither it nor a partition-EOF event
+    marks the end: read until every partition reported EOF once and then a poll of ``idle`` seconds is empty.
+    Raises SparkcdcError when the topic does not exist, a fetch fails, offsets have a gap or the end is not
+    reached in ``timeout``.
+    """
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
+
+    # librdkafka wants a group.id even without subscribe; assign() never joins the group.
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "sparkcdc-read-topic",
+                         "enable.auto.commit": False, "enable.partition.eof": True},
+                        logger=log)  # fmt: skip
+    try:
+        meta = consumer.list_topics(topic, timeout=10).topics[topic]
+        if meta.error is not None:
+            raise SparkcdcError(f"topic {topic}: {meta.error}")
+        out: Partitions = {p: [] for p in sorted(meta.partitions)}
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in out])
+        at_end: set[int] = set()
+        deadline = time.monotonic() + timeout
+        while True:
+            batch = consumer.consume(1000, idle)
+            if not batch and at_end == set(out):
+                return out
+            if time.monotonic() > deadline:
+                got = {p: len(m) for p, m in out.items()}
+                raise SparkcdcError(f"topic {topic}: end not reached in {timeout}s (messages so far {got})")
+            for m in batch:
+                err = m.error()
+                if err is not None and err.code() == KafkaError._PARTITION_EOF:
+                    at_end.add(m.partition() or 0)
+                elif err is not None:
+                    raise SparkcdcError(f"topic {topic}: fetch failed: {err}")
+                else:
+                    part = out[m.partition() or 0]
+                    if m.offset() != len(part):
+                        raise SparkcdcError(f"topic {topic} partition {m.partition()}: offset gap at {len(part)}")
+                    part.append(Message(m.key(), m.value() or b""))
+    finally:
+        consumer.close()
 
 
 def main(argv: list[str] | None = None) -> int:

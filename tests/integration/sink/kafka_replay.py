@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import dataclasses
 import re
-import time
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -24,55 +23,10 @@ import orjson
 
 from sparkcdc.codec.base import Message, MessageDecoder, message_decoder
 from sparkcdc.codec.simple.decoder import SimpleDecoder
+from sparkcdc.devtools.kafka import Partitions as Partitions  # re-exported for the e2e tests
+from sparkcdc.devtools.kafka import read_topic
 from sparkcdc.model import BootstrapEvent, DDLAction, DDLEvent, ResolvedEvent, RowChange, RowOp, TableInfo
 from tests.integration.pipeline.replay import Rows, text
-
-Partitions = dict[int, list[Message]]
-
-# librdkafka's "Disconnected" lines when a test broker stops are noise here.
-_CLIENT_QUIET = {"log.connection.close": False}
-
-
-def read_topic(bootstrap: str, topic: str, timeout: float = 60.0, idle: float = 1.0) -> Partitions:
-    """Every message of every partition of ``topic`` in offset order (empty partitions included).
-
-    tansu's high watermark is the base offset of the last batch + 1, so neither it nor a partition-EOF event
-    marks the end: read until every partition reported EOF once and then a poll of ``idle`` seconds is empty.
-    Raises AssertionError when the topic does not exist, a fetch fails or the end is not reached in ``timeout``.
-    """
-    from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
-
-    # librdkafka wants a group.id even without subscribe; assign() never joins the group.
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "sparkcdc-replay", "enable.auto.commit": False,
-                         "enable.partition.eof": True, **_CLIENT_QUIET})  # fmt: skip
-    try:
-        meta = consumer.list_topics(topic, timeout=10).topics[topic]
-        if meta.error is not None:
-            raise AssertionError(f"topic {topic}: {meta.error}")
-        out: Partitions = {p: [] for p in sorted(meta.partitions)}
-        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in out])
-        at_end: set[int] = set()
-        deadline = time.monotonic() + timeout
-        while True:
-            batch = consumer.consume(1000, idle)
-            if not batch and at_end == set(out):
-                return out
-            if time.monotonic() > deadline:
-                got = {p: len(m) for p, m in out.items()}
-                raise AssertionError(f"topic {topic}: end not reached in {timeout}s (messages so far {got})")
-            for m in batch:
-                err = m.error()
-                if err is not None and err.code() == KafkaError._PARTITION_EOF:
-                    at_end.add(m.partition() or 0)
-                elif err is not None:
-                    raise AssertionError(f"topic {topic}: fetch failed: {err}")
-                else:
-                    part = out[m.partition() or 0]
-                    assert m.offset() == len(part), f"topic {topic} partition {m.partition()}: offset gap"
-                    part.append(Message(m.key(), m.value() or b""))
-    finally:
-        consumer.close()
-
 
 # --- replay -----------------------------------------------------------------------------------------------------
 

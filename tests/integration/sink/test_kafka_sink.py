@@ -16,13 +16,12 @@ from sparkcdc.codec.canal_json.decoder import CanalJsonMessageDecoder
 from sparkcdc.codec.large_message import claim_check_value
 from sparkcdc.codec.simple.config import SimpleConfig
 from sparkcdc.codec.simple.decoder import SimpleDecoder
-from sparkcdc.devtools.kafka import KafkaBroker
+from sparkcdc.devtools.kafka import KafkaBroker, read_topic
 from sparkcdc.errors import ConfigError, EncodeError, KafkaError
 from sparkcdc.model import ColumnInfo, IndexInfo, RowChange, RowOp, TableInfo
 from sparkcdc.model.table import with_handle_keys
 from sparkcdc.sink.base import Routed, SinkContext, sink_config, sink_for
 from sparkcdc.storage.external import ExternalStorage
-from tests.integration.sink.kafka_replay import read_topic
 
 pytestmark = pytest.mark.integration
 
