@@ -1,8 +1,11 @@
 """The README's first command (``scripts/quickstart.sh``): a private MariaDB, a ``cdc server``, one changefeed to a
-local directory, a short mixed workload with a DDL, then the resulting tree and checkpoint. Everything it starts
-is stopped before it returns (also on errors and Ctrl-C).
+local directory, a short mixed workload with a DDL, then the resulting tree and checkpoint. With ``--kafka`` the
+changefeed goes to a private Kafka broker instead (one 3-partition topic per table, TiCDC's ``{schema}_{table}``
+dispatcher) and the messages of every topic are printed. Everything it starts is stopped before it returns (also
+on errors and Ctrl-C).
 
-``python -m sparkcdc.devtools.quickstart [OUTPUT_DIR] [--work-dir DIR] [--spark-master local[*]]``
+``python -m sparkcdc.devtools.quickstart [OUTPUT_DIR] [--work-dir DIR] [--spark-master local[*]]
+[--kafka [--protocol canal-json|simple|simple-avro]]``
 """
 
 from __future__ import annotations
@@ -16,6 +19,7 @@ import socket
 import subprocess
 import sys
 import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -128,10 +132,10 @@ def _checkpoint(out: Path) -> int:
         return 0
 
 
-def _wait_checkpoint(server: _Server, out: Path, target: int, timeout: float) -> int:
+def _wait_checkpoint(server: _Server, current: Callable[[], int], target: int, timeout: float) -> int:
     deadline = time.monotonic() + timeout
     while True:
-        ts = _checkpoint(out)
+        ts = current()
         if ts >= target:
             return ts
         info = server.changefeed()
@@ -169,12 +173,40 @@ def _tree(out: Path) -> list[str]:
     return lines
 
 
-def run(out: Path, work: Path, master: str) -> int:
-    _prepare_output(out)
+# --protocol of the Kafka quickstart -> (sink URI parameters, changefeed TOML)
+KAFKA_PROTOCOLS = {
+    "canal-json": ("protocol=canal-json&enable-tidb-extension=true", ""),
+    "simple": ("protocol=simple", ""),
+    "simple-avro": ("protocol=simple", '[sink.kafka-config.codec-config]\nencoding-format = "avro"\n'),
+}
+_DISPATCH = (
+    f'[sink]\ndispatchers = [{{matcher = ["{DB}.*"], topic = "{{schema}}_{{table}}", partition = "index-value"}}]\n'
+)
+
+
+def _show_topics(bootstrap: str, topics: list[str], protocol: str) -> None:
+    from sparkcdc.devtools.kafka import read_topic
+
+    for topic in topics:
+        partitions = read_topic(bootstrap, topic)
+        counts = ", ".join(f"partition {p}: {len(m)}" for p, m in partitions.items())
+        say(f"  topic {topic} ({counts} messages)")
+        for p, messages in partitions.items():
+            for m in messages[:4]:
+                avro = protocol == "simple-avro"
+                shown = f"<{len(m.value)} bytes of Avro>" if avro else m.value.decode(errors="replace")
+                say(f"    [{p}] {shown[:160]}{'...' if len(shown) > 160 else ''}")
+            if len(messages) > 4:
+                say(f"    [{p}] ... {len(messages) - 4} more")
+
+
+def run(out: Path, work: Path, master: str, kafka_protocol: str | None = None) -> int:
+    if kafka_protocol is None:
+        _prepare_output(out)
     if work.exists():
         shutil.rmtree(work)
     work.mkdir(parents=True)
-    db = server = None
+    db = server = broker = None
     try:
         say(f"1/5 starting a private MariaDB under {work / 'mariadb'}")
         db = MariaDB(work / "mariadb").start()
@@ -195,6 +227,22 @@ def run(out: Path, work: Path, master: str) -> int:
         config = work / "changefeed.toml"
         config.write_text(f'[filter]\nrules = ["{DB}.*"]\n')
         sink = f"file://{out}?protocol=canal-json&flush-interval=2s"
+
+        def current() -> int:
+            return _checkpoint(out)
+
+        if kafka_protocol is not None:
+            from sparkcdc.devtools.kafka import KafkaBroker
+
+            broker = KafkaBroker(work / "kafka").start()
+            say(f"    a private Kafka broker (tansu) listens on {broker.bootstrap}")
+            params, codec = KAFKA_PROTOCOLS[kafka_protocol]
+            sink = f"kafka://{broker.bootstrap}/{DB}?{params}&partition-num=3"
+            config.write_text(f'[filter]\nrules = ["{DB}.*"]\n\n{_DISPATCH}{codec}')
+
+            def current() -> int:
+                return int(server.changefeed()["checkpoint_ts"]) if server is not None else 0
+
         say(f"3/5 cdc cli changefeed create --sink-uri '{sink}' --changefeed-id {CHANGEFEED}")
         created = subprocess.run(
             [CDC, "cli", "changefeed", "create", "--server", server.url, "--sink-uri", sink, "--changefeed-id",
@@ -205,13 +253,20 @@ def run(out: Path, work: Path, master: str) -> int:
             raise SparkcdcError(f"changefeed create failed: {created.stderr.strip() or created.stdout.strip()}")
         say("    " + created.stdout.strip().splitlines()[0])
         start_ts = int(server.changefeed()["checkpoint_ts"])
-        _wait_checkpoint(server, out, start_ts + 1, 300)
+        _wait_checkpoint(server, current, start_ts + 1, 300)
         say("4/5 running a mixed workload on 3 tables (inserts, updates, deletes, ALTER TABLE ADD COLUMN)")
         _workload(conn)
         target = _now_tso(conn)
         conn.close()
-        checkpoint = _wait_checkpoint(server, out, target, 300)
+        checkpoint = _wait_checkpoint(server, current, target, 300)
         when = datetime.fromtimestamp(tso.physical(checkpoint) / 1000, UTC).isoformat(timespec="milliseconds")
+        if broker is not None and kafka_protocol is not None:
+            server.stop()  # a running changefeed keeps sending watermarks: stop it to read the topics to their end
+            server = None
+            say(f"5/5 checkpoint {checkpoint} ({when}) covers the workload; the topics on {broker.bootstrap}:")
+            _show_topics(broker.bootstrap, [f"{DB}_{t}" for t in ("customers", "orders", "stock")] + [DB],
+                         kafka_protocol)  # fmt: skip
+            return 0
         say(f"5/5 checkpoint {checkpoint} ({when}) covers the workload; the storage sink tree under {out}:")
         for line in _tree(out):
             say(line)
@@ -220,9 +275,11 @@ def run(out: Path, work: Path, master: str) -> int:
     finally:
         if server is not None:
             server.stop()
+        if broker is not None:
+            broker.stop()
         if db is not None:
             db.stop()
-        say("stopped the cdc server and MariaDB")
+        say("stopped everything the quickstart started")
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -230,9 +287,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("output", nargs="?", default="quickstart-data", help="sink directory (default ./quickstart-data)")
     ap.add_argument("--work-dir", default=".quickstart", help="MariaDB and server state (default ./.quickstart)")
     ap.add_argument("--spark-master", default="local[*]", help="Spark master for the pipeline (default local[*])")
+    ap.add_argument("--kafka", action="store_true", help="replicate to a private Kafka broker instead of files")
+    ap.add_argument("--protocol", choices=sorted(KAFKA_PROTOCOLS), default="canal-json",
+                    help="Kafka message protocol with --kafka (default canal-json with the TiDB extension)")
     args = ap.parse_args(argv)
     try:
-        return run(Path(args.output).resolve(), Path(args.work_dir).resolve(), args.spark_master)
+        return run(Path(args.output).resolve(), Path(args.work_dir).resolve(), args.spark_master,
+                   args.protocol if args.kafka else None)  # fmt: skip
     except SparkcdcError as e:
         click.echo(f"Error: {e}", err=True)
         return 1

@@ -19,11 +19,12 @@ from __future__ import annotations
 import logging
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamWriter, WriterCommitMessage
 
-from sparkcdc.errors import SparkcdcError, with_code
+from sparkcdc.errors import SparkcdcError, StorageError, with_code
 from sparkcdc.pipeline.spec import FeedSpec
 from sparkcdc.pipeline.transform import ROW_SCHEMA, load_info
 from sparkcdc.pipeline.worker_gc import freeze_survivors
@@ -86,6 +87,7 @@ def commit_batch(spec: FeedSpec, messages: list[Any], batch_id: int) -> int | No
     msgs = [m for m in messages if isinstance(m, BatchMessage)]
     try:
         committer = spec.sink().committer(spec.sink_config(), spec.sink_context())
+        _start_run(spec, committer)
         ddls = [load_info(blob) for _ts, _seq, blob in sorted(d for m in msgs for d in m.ddls)]
         committer.commit([m.result for m in msgs if m.result is not None], ddls)
         marks = [m.mark for m in msgs if m.mark is not None]
@@ -101,6 +103,32 @@ def commit_batch(spec: FeedSpec, messages: list[Any], batch_id: int) -> int | No
     write_progress(spec.progress_path, CommittedProgress(end, batch_id, start))
     log.debug("changefeed=%s batch %d committed: checkpoint %d", spec.changefeed, batch_id, end)
     return end
+
+
+def _start_run(spec: FeedSpec, committer: Any) -> None:
+    """Give the sink the run's tables once per run (a run = one ``sink_start_ts``), before its first batch."""
+    marker = Path(spec.state_dir) / "sink_started"
+    try:
+        if marker.read_text() == str(spec.sink_start_ts):
+            return
+    except FileNotFoundError:
+        pass
+    except OSError as e:
+        raise StorageError(f"{marker}: {e.strerror or e}") from e
+
+    def tables() -> list[Any]:
+        from sparkcdc.capture.schema_history import SchemaHistory
+
+        table_filter = spec.replica_config().table_filter()
+        return [t for t in SchemaHistory.load(spec.capture_dir).tables_at(spec.start_ts)
+                if table_filter.match_table(t.schema, t.table)]  # fmt: skip
+
+    committer.start(tables)
+    try:
+        marker.parent.mkdir(parents=True, exist_ok=True)
+        marker.write_text(str(spec.sink_start_ts))
+    except OSError as e:
+        raise StorageError(f"{marker}: {e.strerror or e}") from e
 
 
 class SinkStreamWriter(DataSourceStreamWriter):

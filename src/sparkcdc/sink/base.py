@@ -17,7 +17,7 @@ batch's data is durable downstream.
 from __future__ import annotations
 
 import importlib
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import urlsplit
@@ -93,6 +93,11 @@ class SinkWriter(Protocol):
 
 
 class SinkCommitter(Protocol):
+    def start(self, tables: Callable[[], Sequence[TableInfo]]) -> None:
+        """Once per changefeed run, before its first batch is published; ``tables()`` reads every replicated table
+        at the run's start (for the simple protocol's ``send-all-bootstrap-at-start``)."""
+        ...
+
     def commit(self, results: Sequence[Any], ddls: Sequence[DDLEvent]) -> None:
         """Publish what the batch's tasks made durable, then its DDLs (a batch's DDL is its last event: the DDL
         barrier). Called again for a batch Spark replays after a crash: must be idempotent."""

@@ -3,13 +3,13 @@ decode and filter from encoding and writing. The checkpoint still advances (in `
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 from sparkcdc.errors import ConfigError
-from sparkcdc.model import DDLEvent, RowChange
+from sparkcdc.model import DDLEvent, RowChange, TableInfo
 from sparkcdc.sink.base import ERR_SINK_URI_INVALID, Payload, Routed, SinkContext
 
 DEFAULT_FLUSH_INTERVAL = 1.0
@@ -32,6 +32,9 @@ class _Writer:
 
 
 class _Committer:
+    def start(self, tables: Callable[[], Sequence[TableInfo]]) -> None:
+        return None
+
     def commit(self, results: Sequence[Any], ddls: Sequence[DDLEvent]) -> None:
         return None
 

@@ -169,3 +169,18 @@ def test_simple_protocol_decodes_only_after_the_bootstrap(kafka_broker: KafkaBro
         assert messages[0].value.startswith(b'{"version":1,"type":"BOOTSTRAP"')
         assert b'"type":"WATERMARK"' in messages[-1].value
     assert message_decoder("simple", {}) is not None
+
+
+def test_all_bootstraps_at_start(kafka_broker: KafkaBroker, tmp_path: Path) -> None:
+    quiet = T.__class__("db", "quiet", 10, T.columns, T.indexes, 901)  # a table without rows
+    toml = {"sink": {"send-all-bootstrap-at-start": True,
+                     "dispatchers": [{"matcher": ["db.*"], "topic": "start_{table}"}]}}  # fmt: skip
+    sink = Sink(kafka_broker, tmp_path, "start-default", PROTOCOLS["simple"] + "&partition-num=2", toml)
+    sink.sink.committer(sink.config, sink.ctx).start(lambda: [T, quiet])
+    for topic, name in (("start_big", "big"), ("start_quiet", "quiet")):
+        for messages in read_topic(kafka_broker.bootstrap, topic).values():
+            [boot] = messages
+            assert boot.value.startswith(b'{"version":1,"type":"BOOTSTRAP"')
+            assert f'"table":"{name}"'.encode() in boot.value
+    off = Sink(kafka_broker, tmp_path, "start-off", PROTOCOLS["simple"])
+    off.sink.committer(off.config, off.ctx).start(lambda: pytest.fail("tables read without the option"))

@@ -12,17 +12,17 @@ from __future__ import annotations
 
 import json
 import os
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
 from sparkcdc.codec.base import message_encoder
 from sparkcdc.errors import SparkcdcError, StorageError
-from sparkcdc.model import DDLEvent
+from sparkcdc.model import DDLEvent, TableInfo
 from sparkcdc.sink.base import SinkContext
 from sparkcdc.sink.kafka.client import clients, discard
 from sparkcdc.sink.kafka.config import KafkaSinkConfig
-from sparkcdc.sink.kafka.dispatcher import ddl_partitions
+from sparkcdc.sink.kafka.dispatcher import bootstrap_partitions, ddl_partitions
 
 TOPICS_FILE = "kafka_topics.json"
 
@@ -33,6 +33,24 @@ class KafkaCommitter:
         self.ctx = ctx
         self.codec: Any = message_encoder(config.protocol, config.codec_options())
         self._path = Path(ctx.state_dir) / TOPICS_FILE
+
+    def start(self, tables: Callable[[], Sequence[TableInfo]]) -> None:
+        """simple with ``send-all-bootstrap-at-start``: a BOOTSTRAP of every table to its topic's partitions."""
+        if not (self.config.bootstrap_enabled and self.config.send_all_bootstrap_at_start):
+            return
+        router, selectors = self.config.event_router(), self.config.column_selectors()
+        try:
+            client = clients(self.config, self.ctx.changefeed)
+            for info in tables():
+                topic = router.topic_for_table(info.schema, info.table)
+                value = self.codec.encode_bootstrap(selectors.project(info)).value
+                count = client.topics.partitions(topic)
+                for partition in bootstrap_partitions(self.config.send_bootstrap_to_all_partition, count):
+                    client.producer.send(topic, partition, value)
+            client.producer.flush()
+        except SparkcdcError:
+            discard(self.config, self.ctx.changefeed)
+            raise
 
     def commit(self, results: Sequence[Any], ddls: Sequence[DDLEvent]) -> None:
         written = {topic for r in results for topic, _ in r.topics}

@@ -8,10 +8,10 @@ files.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from typing import Any
 
-from sparkcdc.model import DDLEvent
+from sparkcdc.model import DDLEvent, TableInfo
 from sparkcdc.sink.storage.layout_writer import commit_index_files, write_checkpoint
 from sparkcdc.storage.external import ExternalStorage
 from sparkcdc.storage.schema_store import write_ddl_schema
@@ -22,6 +22,9 @@ class StorageCommitter:
     def __init__(self, config: StorageSinkConfig) -> None:
         self.config = config
         self.storage = ExternalStorage.from_config(config)
+
+    def start(self, tables: Callable[[], Sequence[TableInfo]]) -> None:
+        """Nothing: a table's schema file is written with its first data or DDL."""
 
     def commit(self, results: Sequence[Any], ddls: Sequence[DDLEvent]) -> None:
         files = [f for r in results for f in r]
