@@ -420,3 +420,25 @@ def test_get_then_put_back_round_trip(server: CdcServer, tmp_path: Path) -> None
     assert server.cli("resume", "-c", "rt", "--no-confirm").returncode == 0
     server.wait_state("rt", "normal")
     assert "Traceback" not in (tmp_path / "server.log").read_text()
+
+
+KAFKA_BAD = [
+    ("kafka://127.0.0.1:9092/t?protocol=avro", "protocol"),
+    ("kafka://127.0.0.1:9092/t?protocol=canal-json&partition-num=-1", "partition-num"),
+    ("kafka://127.0.0.1:9092/t?protocol=simple&max-message-bytes=abc", "max-message-bytes"),
+    ("kafka://127.0.0.1:9092/bad%20topic?protocol=simple", "topic"),
+    ("kafka:///t?protocol=simple", "broker"),
+    ("kafka://127.0.0.1:9092/t?protocol=simple&sasl-mechanism=plain&sasl-password=hunter2", "sasl"),
+    ("kafka://127.0.0.1:9092/t?protocol=simple&required-acks=2", "required-acks"),
+    ("kafka://127.0.0.1:9092/t?protocol=simple&unknown-param=1", "unknown-param"),
+]
+
+
+@pytest.mark.parametrize(("uri", "fragment"), KAFKA_BAD)
+def test_create_with_a_malformed_kafka_uri_is_one_line_without_secrets(
+    server: CdcServer, uri: str, fragment: str
+) -> None:
+    r = server.cli("create", "-c", "bad-kafka", "--sink-uri", uri)
+    one_error(r, fragment)
+    assert "hunter2" not in r.stdout + r.stderr
+    assert json.loads(server.cli("list").stdout) == []  # nothing was created
