@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
+from sparkcdc.changefeed.sink_keys import SINK_KEYS
 from sparkcdc.codec.csv.config import CsvConfig
 from sparkcdc.errors import ConfigError
 from sparkcdc.masking import mask_value
@@ -75,40 +76,6 @@ BACKEND_PARAMS: dict[str, frozenset[str]] = {
     "azure": frozenset({"endpoint", "account-name", "account-key", "sas-token", "access-tier", "encryption-scope"}),
 }
 
-# Every key TiCDC's [sink] table may hold; keys for other sinks are accepted and ignored here.
-_SINK_TOML_KEYS = frozenset(
-    {
-        "protocol",
-        "schema-registry",
-        "csv",
-        "dispatchers",
-        "column-selectors",
-        "transaction-atomicity",
-        "encoder-concurrency",
-        "terminator",
-        "date-separator",
-        "enable-partition-separator",
-        "file-index-digit",
-        "enable-kafka-sink-v2",
-        "only-output-updated-columns",
-        "delete-only-output-handle-key-columns",
-        "content-compatible",
-        "kafka-config",
-        "pulsar-config",
-        "mysql-config",
-        "cloud-storage-config",
-        "advance-timeout-in-sec",
-        "send-bootstrap-interval-in-sec",
-        "send-bootstrap-in-msg-count",
-        "send-bootstrap-to-all-partition",
-        "send-all-bootstrap-at-start",
-        "debezium-disable-schema",
-        "debezium",
-        "open",
-        "safe-mode",
-        "enable-tidb-extension",
-    }
-)
 _CSV_KEYS = frozenset(
     {
         "delimiter",
@@ -179,7 +146,7 @@ class StorageSinkConfig:
         """
         parsed = uri if isinstance(uri, SinkURI) else SinkURI.parse(uri)
         sink = _table(toml or {}, "sink", "changefeed config")
-        _check_keys(sink, _SINK_TOML_KEYS, "[sink]")
+        _check_keys(sink, SINK_KEYS, "[sink]")
         cloud = _table(sink, "cloud-storage-config", "[sink]")
         _check_keys(cloud, _CLOUD_KEYS, "[sink.cloud-storage-config]")
         csv = _table(sink, "csv", "[sink]")

@@ -9,10 +9,11 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from urllib.parse import parse_qsl, quote, urlsplit
+from urllib.parse import urlsplit
 
 from sparkcdc.errors import ConfigError
-from sparkcdc.masking import mask_uri, mask_value
+from sparkcdc.masking import mask_uri
+from sparkcdc.uri_query import masked_query, parse_query
 
 # scheme as written -> canonical backend
 SCHEMES: dict[str, str] = {
@@ -79,7 +80,7 @@ class SinkURI:
                 "(access-key, secret-access-key, account-key, sas-token, credentials-file)",
                 code=_URI_CODE,
             )
-        params = _parse_query(parts.query, uri)
+        params = parse_query(parts.query, uri, _URI_CODE)
         host = parts.netloc
         path = parts.path
         if scheme == "file":
@@ -126,33 +127,13 @@ class SinkURI:
         """The URI with every secret parameter value replaced by ``xxxxx``."""
         host = self.bucket
         path = self.prefix if self.scheme in ("file", "noop") else ("/" + self.prefix if self.prefix else "")
-        query = "&".join(f"{quote(k, safe='-_.')}={quote(mask_value(k, v), safe='-_./:')}" for k, v in self.params)
-        return f"{self.raw_scheme}://{host}{path}" + (f"?{query}" if query else "")
+        return f"{self.raw_scheme}://{host}{path}" + masked_query(self.params)
 
     def __str__(self) -> str:
         return self.masked()
 
     def __repr__(self) -> str:
         return f"SinkURI({self.masked()!r})"
-
-
-def _parse_query(query: str, uri: str) -> tuple[tuple[str, str], ...]:
-    if not query:
-        return ()
-    try:
-        pairs = parse_qsl(query, keep_blank_values=True, strict_parsing=True)
-    except ValueError:
-        raise ConfigError(
-            f"sink URI {mask_uri(uri)!r} has a malformed query; use key=value pairs joined by &", code=_URI_CODE
-        ) from None
-    seen: set[str] = set()
-    for k, _ in pairs:
-        if not k:
-            raise ConfigError(f"sink URI {mask_uri(uri)!r} has a parameter with an empty name", code=_URI_CODE)
-        if k in seen:
-            raise ConfigError(f"sink URI parameter {k!r} is given more than once", code=_URI_CODE)
-        seen.add(k)
-    return tuple(pairs)
 
 
 def _check_bucket(scheme: str, bucket: str) -> None:

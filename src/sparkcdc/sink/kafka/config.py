@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
+from sparkcdc.changefeed.sink_keys import SINK_KEYS
 from sparkcdc.codec.canal_json.config import CanalJsonConfig
 from sparkcdc.codec.simple.config import SimpleConfig
 from sparkcdc.errors import ConfigError
@@ -96,7 +97,7 @@ class KafkaSinkConfig:
         top-level ``case-sensitive`` too). Raises ConfigError (one line, secrets masked)."""
         parsed = uri if isinstance(uri, KafkaURI) else KafkaURI.parse(uri)
         doc = toml or {}
-        sink = merge.table(doc, "sink", "the changefeed config", keys.SINK_KEYS)
+        sink = merge.table(doc, "sink", "the changefeed config", SINK_KEYS)
         kafka = merge.table(sink, "kafka-config", SINK, keys.KAFKA_CONFIG_KEYS)
         codec = merge.table(kafka, "codec-config", KAFKA, keys.CODEC_CONFIG_KEYS)
         large = merge.table(kafka, "large-message-handle", KAFKA, keys.LARGE_MESSAGE_KEYS)

@@ -72,40 +72,6 @@ OTHER_PROTOCOL_PARAMS: Final = frozenset(
     }
 )
 
-SINK_KEYS: Final = frozenset(
-    {
-        "protocol",
-        "schema-registry",
-        "csv",
-        "dispatchers",
-        "column-selectors",
-        "transaction-atomicity",
-        "encoder-concurrency",
-        "terminator",
-        "date-separator",
-        "enable-partition-separator",
-        "file-index-digit",
-        "enable-kafka-sink-v2",
-        "only-output-updated-columns",
-        "delete-only-output-handle-key-columns",
-        "content-compatible",
-        "kafka-config",
-        "pulsar-config",
-        "mysql-config",
-        "cloud-storage-config",
-        "advance-timeout-in-sec",
-        "send-bootstrap-interval-in-sec",
-        "send-bootstrap-in-msg-count",
-        "send-bootstrap-to-all-partition",
-        "send-all-bootstrap-at-start",
-        "debezium-disable-schema",
-        "debezium",
-        "open",
-        "safe-mode",
-        "enable-tidb-extension",
-    }
-)
-
 KAFKA_CONFIG_KEYS: Final = (KAFKA_URI_PARAMS - {"max-retry"}) | frozenset(
     {
         "sasl-oauth-client-id",

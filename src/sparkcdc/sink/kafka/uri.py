@@ -10,11 +10,12 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from urllib.parse import parse_qsl, quote, urlsplit
+from urllib.parse import urlsplit
 
 from sparkcdc.errors import ConfigError
-from sparkcdc.masking import mask_uri, mask_value
+from sparkcdc.masking import mask_uri
 from sparkcdc.sink.kafka.topic import check_topic_name
+from sparkcdc.uri_query import masked_query, parse_query
 
 SCHEMES = ("kafka", "kafka+ssl")
 ERR_URI = "CDC:ErrSinkURIInvalid"
@@ -82,7 +83,7 @@ class KafkaURI:
                 code="CDC:ErrKafkaInvalidConfig",
             )
         check_topic_name(topic, "sink URI topic")
-        return cls(scheme, brokers, topic, _parse_query(parts.query, uri))
+        return cls(scheme, brokers, topic, parse_query(parts.query, uri, ERR_URI))
 
     def param(self, key: str) -> str | None:
         for k, v in self.params:
@@ -97,8 +98,7 @@ class KafkaURI:
 
     def masked(self) -> str:
         """The URI with every secret parameter value replaced by ``xxxxx``."""
-        query = "&".join(f"{quote(k, safe='-_.')}={quote(mask_value(k, v), safe='-_./:,')}" for k, v in self.params)
-        return f"{self.scheme}://{self.bootstrap_servers}/{self.topic}" + (f"?{query}" if query else "")
+        return f"{self.scheme}://{self.bootstrap_servers}/{self.topic}" + masked_query(self.params, safe="-_./:,")
 
     def __str__(self) -> str:
         return self.masked()
@@ -107,20 +107,3 @@ class KafkaURI:
         return f"KafkaURI({self.masked()!r})"
 
 
-def _parse_query(query: str, uri: str) -> tuple[tuple[str, str], ...]:
-    if not query:
-        return ()
-    try:
-        pairs = parse_qsl(query, keep_blank_values=True, strict_parsing=True)
-    except ValueError:
-        raise ConfigError(
-            f"sink URI {mask_uri(uri)!r} has a malformed query; use key=value pairs joined by &", code=ERR_URI
-        ) from None
-    seen: set[str] = set()
-    for k, _ in pairs:
-        if not k:
-            raise ConfigError(f"sink URI {mask_uri(uri)!r} has a parameter with an empty name", code=ERR_URI)
-        if k in seen:
-            raise ConfigError(f"sink URI parameter {k!r} is given more than once; keep one", code=ERR_URI)
-        seen.add(k)
-    return tuple(pairs)
