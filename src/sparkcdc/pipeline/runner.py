@@ -44,17 +44,6 @@ from sparkcdc.pipeline.spec import FeedSpec
 log = logging.getLogger(__name__)
 
 _PY_ERROR = re.compile(r"sparkcdc\.errors\.(\w+): (?:\[(CDC:\w+)\] )?(.+)")
-_CODES = {
-    "ConfigError": "CDC:ErrInvalidConfig",
-    "CorruptDataError": "CDC:ErrCorruptData",
-    "DecodeError": "CDC:ErrDecodeFailed",
-    "EncodeError": "CDC:ErrEncodeFailed",
-    "StorageError": "CDC:ErrExternalStorageAPI",
-    "UpstreamError": "CDC:ErrUpstream",
-    "KafkaError": "CDC:ErrKafkaAsyncSendMessage",
-}
-
-# errors a restart cannot fix: the changefeed fails at once
 # Errors a retry cannot fix: the changefeed goes to failed with the error (TiCDC's unretryable errors).
 _PERMANENT = frozenset({
     "CDC:ErrInvalidConfig", "CDC:ErrCorruptData", "CDC:ErrDecodeFailed", "CDC:ErrEncodeFailed",
@@ -418,9 +407,17 @@ def query_error(exc: Any, addr: str = "") -> RunningError:
     found = _PY_ERROR.findall(text)
     if found:
         cls, code, message = found[-1]
-        return RunningError(code=code or _CODES.get(cls, "CDC:ErrInternal"), message=message.strip(), addr=addr,
+        return RunningError(code=code or _class_code(cls), message=message.strip(), addr=addr,
                             time=_now())  # fmt: skip
     return RunningError(code="CDC:ErrProcessorUnknown", message=_first_line(exc), addr=addr, time=_now())
+
+
+def _class_code(name: str) -> str:
+    """The code of the sparkcdc error class named in a traceback (``CDC:ErrInternal`` for anything else)."""
+    from sparkcdc import errors
+
+    cls = getattr(errors, name, None)
+    return cls.default_code if isinstance(cls, type) and issubclass(cls, errors.SparkcdcError) else "CDC:ErrInternal"
 
 
 def _now() -> str:
