@@ -38,6 +38,7 @@ import sys
 import tempfile
 import threading
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -106,21 +107,36 @@ class RssSampler:
         return int(self.peak.value)
 
 
-class CheckpointLog:
-    """Polls the sink's metadata every 20 ms and keeps (wall time, checkpoint) at each change."""
+# Given a changefeed's spec and its sink directory, a function returning the changefeed's checkpoint (0 before the
+# first commit): where that is kept depends on the sink.
+CheckpointReader = Callable[[FeedSpec, Path], Callable[[], int]]
 
-    def __init__(self, sink: Path) -> None:
-        self.path = sink / "metadata"
+
+def metadata_checkpoint(spec: FeedSpec, sink: Path) -> Callable[[], int]:
+    """The storage sink's checkpoint: ``checkpoint-ts`` in ``<sink>/metadata``."""
+    path = sink / "metadata"
+
+    def read() -> int:
+        try:
+            return int(json.loads(path.read_bytes())["checkpoint-ts"])
+        except (OSError, ValueError, KeyError):
+            return 0
+
+    return read
+
+
+class CheckpointLog:
+    """Polls a checkpoint reader every 20 ms and keeps (wall time, checkpoint) at each change."""
+
+    def __init__(self, read: Callable[[], int]) -> None:
+        self.read = read
         self.points: list[tuple[float, int]] = []
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self._run, daemon=True)
         self.thread.start()
 
     def current(self) -> int:
-        try:
-            return int(json.loads(self.path.read_bytes())["checkpoint-ts"])
-        except (OSError, ValueError, KeyError):
-            return 0
+        return self.read()
 
     def _run(self) -> None:
         last = -1
@@ -186,14 +202,15 @@ class Bench:
             cur.execute("SELECT CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS UNSIGNED)")
             return tso.compose(int(cur.fetchone()[0]) + 1)
 
-    def feed_spec(self, name: str, db: str) -> tuple[FeedSpec, Path]:
-        """A changefeed spec on ``db``.* starting now, and its sink directory."""
+    def feed_spec(self, name: str, db: str, sink_uri: str | None = None) -> tuple[FeedSpec, Path]:
+        """A changefeed spec on ``db``.* starting now, and its sink directory; the sink is ``sink_uri`` if given,
+        else the storage sink (canal-json files) in that directory."""
         sink = self.work / f"sink-{name}"
         start = self.now_tso()
         while self._resolved() < start:
             time.sleep(0.05)
         spec = FeedSpec(changefeed=f"bench/{name}", capture_dir=str(self.capture), state_dir=str(self.work / name),
-                        sink_uri=f"file://{sink}?protocol=canal-json&worker-count={self.args.tables}"
+                        sink_uri=sink_uri or f"file://{sink}?protocol=canal-json&worker-count={self.args.tables}"
                         "&flush-interval=2s&file-size=67108864",
                         config={"filter": {"rules": [f"{db}.*"]}}, start_ts=start, sink_start_ts=start)  # fmt: skip
         return spec, sink
@@ -202,7 +219,7 @@ class Bench:
         """Start a changefeed query on ``db``.*, wait until it runs, call ``fn(log)``, stop it."""
         spec, sink = self.feed_spec(name, db)
         query = start_query(spark, spec)
-        log = CheckpointLog(sink)
+        log = CheckpointLog(metadata_checkpoint(spec, sink))
         try:
             log.wait(spec.start_ts + 1, 300)  # first batch done: the query is warm
             return fn(log)
@@ -236,12 +253,15 @@ class Bench:
         result: float = self.run_feed(spark, db, db, run)
         return result
 
-    def catch_up(self, spark: Any, db: str) -> float:
+    def catch_up(
+        self, spark: Any, db: str, sink_uri: str | None = None, checkpoint: CheckpointReader = metadata_checkpoint
+    ) -> float:
         """Rows/s of the same workload as a backlog: committed and in the relay log while the changefeed is
-        stopped, then the query restarted (warm session) and timed until the checkpoint covers it."""
+        stopped, then the query restarted (warm session) and timed until the checkpoint covers it. The sink is
+        ``sink_uri`` (default: the storage sink), its checkpoint read by ``checkpoint``."""
         self.create_tables(db)
-        spec, sink = self.feed_spec(db, db)
-        log = CheckpointLog(sink)
+        spec, sink = self.feed_spec(db, db, sink_uri)
+        log = CheckpointLog(checkpoint(spec, sink))
         try:
             query = start_query(spark, spec)
             log.wait(spec.start_ts + 1, 300)
