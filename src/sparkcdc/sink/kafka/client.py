@@ -31,10 +31,14 @@ class DeliveryProducer:
     """A confluent-kafka producer whose :meth:`flush` raises unless the broker acknowledged every message."""
 
     def __init__(self, config: KafkaSinkConfig, client_id: str) -> None:
-        from confluent_kafka import Producer
+        from confluent_kafka import KafkaException, Producer
 
         self.config = config
-        self._producer = Producer(config.producer_config(client_id), logger=_client_log)
+        self._exception = KafkaException
+        # one callback for the producer, called for failed messages only: flush() waits for all of them anyway
+        settings = {**config.producer_config(client_id), "on_delivery": self._delivered,
+                    "delivery.report.only.error": True}  # fmt: skip
+        self._producer = Producer(settings, logger=_client_log)
         self._errors: list[Any] = []
         self.sent = 0
 
@@ -44,15 +48,13 @@ class DeliveryProducer:
 
     def send(self, topic: str, partition: int, value: bytes, key: bytes | None = None) -> None:
         """Queue one message (waits while the client's queue is full). Raises KafkaError."""
-        from confluent_kafka import KafkaException
-
         while True:
             try:
-                self._producer.produce(topic, value, key, partition=partition, on_delivery=self._delivered)
+                self._producer.produce(topic, value, key, partition=partition)
                 break
             except BufferError:
                 self._producer.poll(0.05)
-            except KafkaException as e:
+            except self._exception as e:
                 raise _kafka_error(e.args[0], f"cannot send to {topic}[{partition}]") from None
         self.sent += 1
         if self.sent % 1000 == 0:

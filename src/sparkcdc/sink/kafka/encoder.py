@@ -20,11 +20,15 @@ from sparkcdc.model.events import split_key_updates
 from sparkcdc.sink.base import Payload
 from sparkcdc.sink.kafka.client import clients
 from sparkcdc.sink.kafka.config import KafkaSinkConfig
+from sparkcdc.sink.kafka.partition import TablePartition
 
 
 def route_of(topic: str, partition: int) -> int:
-    """The writer route of a topic partition (a stable non-negative int: Spark routes by it)."""
-    return zlib.crc32(f"{topic}\0{partition}".encode()) & 0x7FFFFFFF
+    """The writer route of a topic partition (a stable non-negative int; writer task = route % writers).
+
+    Consecutive partitions get consecutive routes, so a topic's partitions spread over the writer tasks (a CRC of
+    topic and partition number does not: CRC-32 is linear, and partitions 0-3 all landed on one of two tasks)."""
+    return (zlib.crc32(topic.encode()) + partition) & 0x7FFFFFFF
 
 
 def pack(topic: str, partition: int, values: Sequence[bytes]) -> bytes:
@@ -56,9 +60,12 @@ class KafkaEncoder:
         self._verify(table)
         topic = self.router.topic_for_table(table.schema, table.table)
         count = clients(self.config, self.changefeed).topics.partitions(topic)
+        generator = self.router.partition_generator(table.schema, table.table)
+        # default/table: one partition for the whole table, computed once instead of per row
+        fixed = generator.partition(rows[0], count).index if isinstance(generator, TablePartition) else None
         groups: dict[int, list[bytes]] = {}
         for row in rows:
-            partition = self.router.partition_for_row(row, count).index
+            partition = fixed if fixed is not None else generator.partition(row, count).index
             groups.setdefault(partition, []).append(self._message(self.selectors.select(row)).value)
         for partition, values in groups.items():
             yield Payload(route_of(topic, partition), rows[0].physical_table_id, len(values),
