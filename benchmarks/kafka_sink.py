@@ -82,40 +82,11 @@ class KafkaFeed:
         return sorted({self.topic, *written})
 
 
-def read_topic(bootstrap: str, topic: str, timeout: float = 300.0, idle: float = 1.0) -> Partitions:
-    """Every message value of ``topic`` by partition, in offset order.
+def read_topic(bootstrap: str, topic: str) -> Partitions:
+    """Every message value of ``topic`` by partition, in offset order."""
+    from sparkcdc.devtools.kafka import read_topic as read_messages
 
-    tansu's high watermark is the base offset of the last batch + 1 (shared/ENVIRONMENT.md §7), so read until
-    every partition reported EOF once and then a poll of ``idle`` seconds is empty.
-    """
-    from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaError, TopicPartition
-
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": "sparkcdc-bench", "enable.auto.commit": False,
-                         "enable.partition.eof": True, **_QUIET})  # fmt: skip
-    try:
-        meta = consumer.list_topics(topic, timeout=10).topics[topic]
-        if meta.error is not None:
-            raise RuntimeError(f"topic {topic}: {meta.error}")
-        out: Partitions = {p: [] for p in sorted(meta.partitions)}
-        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in out])
-        at_end: set[int] = set()
-        deadline = time.monotonic() + timeout
-        while True:
-            batch = consumer.consume(10_000, idle)
-            if not batch and at_end == set(out):
-                return out
-            if time.monotonic() > deadline:
-                raise RuntimeError(f"topic {topic}: end not reached in {timeout}s")
-            for m in batch:
-                err = m.error()
-                if err is not None and err.code() == KafkaError._PARTITION_EOF:
-                    at_end.add(m.partition() or 0)
-                elif err is not None:
-                    raise RuntimeError(f"topic {topic}: fetch failed: {err}")
-                else:
-                    out[m.partition() or 0].append(m.value() or b"")
-    finally:
-        consumer.close()
+    return {p: [m.value for m in ms] for p, ms in read_messages(bootstrap, topic, timeout=300.0).items()}
 
 
 def create_topic(admin: Any, topic: str, partitions: int) -> None:
