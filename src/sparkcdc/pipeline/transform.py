@@ -11,7 +11,8 @@ query shuffles to the sink's writers; what a payload holds and where it is route
 ``commit_ts, seq``  order key: transactions of one table are written in (commit_ts, seq) order
 ``nrows``     rows in the payload
 ``payload``   the sink's bytes (``dml``) or the pickled DDLEvent (``ddl``)
-``info``      pickled TableInfo, sent with the first row of each versioned table of a chunk only
+``info``      pickled TableInfo, sent with the first row of each versioned table and route of a chunk only (a
+              writer task gets whole routes, and one table's payloads may take several: Kafka partitions)
 """
 
 from __future__ import annotations
@@ -51,7 +52,7 @@ class ChunkTransform:
         self.force_replicate = bool(replica.force_replicate)
         self.encoder = spec.sink().encoder(spec.sink_config(), spec.sink_context())
         self._match: dict[tuple[str, str], bool] = {}
-        self._sent_info: set[tuple[str, str, int]] = set()
+        self._sent_info: set[tuple[str, str, int, int]] = set()
 
     def _table_wanted(self, schema: str, table: str) -> bool:
         key = (schema, table)
@@ -110,7 +111,7 @@ class ChunkTransform:
             except SparkcdcError as e:
                 raise with_code(e) from e
             for p in payloads:
-                key = (schema, table, version)
+                key = (schema, table, version, p.route)
                 info: bytes | None = None
                 if key not in self._sent_info:
                     self._sent_info.add(key)

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+from collections.abc import Iterator, Sequence
 from pathlib import Path
+from typing import Any
 
 from sparkcdc.model import ColumnInfo, DDLEvent, RowChange, RowOp, TableInfo
 from sparkcdc.model.ddl_action import DDLAction
@@ -11,6 +14,7 @@ from sparkcdc.pipeline.progress import read_progress
 from sparkcdc.pipeline.sink_writer import commit_batch, write_partition
 from sparkcdc.pipeline.spec import FeedSpec
 from sparkcdc.pipeline.transform import ChunkTransform, mark_row
+from sparkcdc.sink.base import Payload
 
 COLS = (
     ColumnInfo("id", "int", nullable=False, primary_key=True, handle_key=True),
@@ -47,6 +51,33 @@ def test_transform_filters_splits_and_orders(tmp_path: Path) -> None:
     split = rows[1][9].decode()
     assert split.index('"DELETE"') < split.index('"INSERT"') and rows[1][8] == 2
     assert rows[0][10] is not None and rows[1][10] is None  # table info sent once per chunk
+
+
+class SplitRoutes:
+    """The file sink's encoder, but each row on route ``id % 2``: one table's payloads on two routes (two writer
+    tasks), as Kafka sends a table's partitions to several writers."""
+
+    def __init__(self, inner: Any) -> None:
+        self.inner = inner
+
+    def encode(self, rows: Sequence[RowChange]) -> Iterator[Payload]:
+        for row in rows:
+            assert row.after is not None
+            for p in self.inner.encode([row]):
+                yield dataclasses.replace(p, route=row.after[0] % 2)
+
+
+def test_table_info_reaches_every_route_of_a_table(tmp_path: Path) -> None:
+    s = spec(tmp_path)
+    transform = ChunkTransform(s)
+    transform.encoder = SplitRoutes(transform.encoder)
+    events = [RowChange(200 + i, T, RowOp.INSERT, None, (i, "a")) for i in range(5)]
+    rows = list(transform.rows(events))
+    for route in (0, 1):
+        mine = [r for r in rows if r[1] == route]
+        # the writer task of this route gets the table's definition with its first row, and once only
+        assert [r[10] is not None for r in mine] == [True] + [False] * (len(mine) - 1), route
+        assert write_partition(s, iter(mine)).result is not None
 
 
 def test_commit_publishes_index_ddl_then_checkpoint_and_never_goes_back(tmp_path: Path) -> None:
