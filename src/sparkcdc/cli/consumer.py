@@ -17,7 +17,7 @@ from sparkcdc.errors import ConfigError, SparkcdcError
 log = logging.getLogger(__name__)
 
 
-def _load_toml(path: str) -> dict[str, Any]:
+def load_toml(path: str) -> dict[str, Any]:
     if not path:
         return {}
     try:
@@ -104,11 +104,11 @@ def storage_consumer(
     from sparkcdc.storage.external import ExternalStorage
     from sparkcdc.storage.sink_config import StorageSinkConfig
 
-    _setup_logging(log_file, log_level)
+    setup_logging(log_file, log_level)
     period = _parse_interval(interval)
     if period <= 0:
         raise ConfigError(f"--flush-interval must be positive, got {interval!r}")
-    sink = StorageSinkConfig.from_uri(upstream_uri, _load_toml(config_path))
+    sink = StorageSinkConfig.from_uri(upstream_uri, load_toml(config_path))
     if sink.uri.scheme == "noop":
         raise ConfigError("a noop:// upstream has no files to consume")
     explicit_sep = date_separator or ("auto" if not config_path else None)
@@ -176,7 +176,7 @@ def _sleep(seconds: float, stop: list[bool]) -> None:
         time.sleep(min(0.1, seconds))
 
 
-def _setup_logging(log_file: str, level: str) -> None:
+def setup_logging(log_file: str, level: str) -> None:
     """Raises ConfigError when ``log_file`` cannot be opened for appending."""
     root = logging.getLogger()
     root.setLevel({"warn": logging.WARNING}.get(level.lower(), getattr(logging, level.upper(), logging.INFO)))

@@ -91,6 +91,10 @@ class SimpleDecoder:
     bytes; without it a claim-check message is an error. Handle-key-only messages without a claim check
     need an upstream lookup TiCDC does against TiDB; they decode to rows whose non-key columns are None
     only when ``allow_handle_key_only`` is set, otherwise they raise DecodeError.
+
+    ``drop_undecodable`` is for a consumer joining mid-stream (the seed's second scenario): a held row whose
+    schema version was replaced before it was announced, or that waited longer than a bootstrap period, can never
+    be decoded; it is dropped and counted in ``dropped`` instead of raising DecodeError.
     """
 
     def __init__(
@@ -99,8 +103,11 @@ class SimpleDecoder:
         *,
         claim_check_reader: ClaimCheckReader | None = None,
         allow_handle_key_only: bool = False,
+        drop_undecodable: bool = False,
     ) -> None:
         self.config = config or SimpleConfig()
+        self._drop_undecodable = drop_undecodable
+        self.dropped = 0
         self._avro = self.config.encoding_format == "avro"
         self._claim_check_reader = claim_check_reader
         self._allow_handle_key_only = allow_handle_key_only
@@ -198,6 +205,9 @@ class SimpleDecoder:
     def _hold(self, msg: SimpleMessage, key: Key) -> None:
         latest = self._latest.get((key[0], key[1]))
         if latest is not None and latest > key[2]:
+            if self._drop_undecodable:
+                self.dropped += 1
+                return
             raise DecodeError(
                 f"simple: DML of {key[0]}.{key[1]} at commit-ts {msg.commit_ts} uses schema version {key[2]}, "
                 f"older than the known version {latest}, which was never announced; the message cannot be decoded"
@@ -227,6 +237,11 @@ class SimpleDecoder:
         return out
 
     def _check_superseded(self) -> None:
+        if self._drop_undecodable:
+            kept = deque(h for h in self._held if self._latest.get((h.key[0], h.key[1]), -1) <= h.key[2])
+            self.dropped += len(self._held) - len(kept)
+            self._held = kept
+            return
         for held in self._held:
             latest = self._latest.get((held.key[0], held.key[1]))
             if latest is not None and latest > held.key[2]:
@@ -240,6 +255,11 @@ class SimpleDecoder:
         if not self._held or not self.config.bootstrap_enabled or not self.config.send_bootstrap_to_all_partition:
             return
         period_ms = self.config.send_bootstrap_interval_in_sec * 1000 + BOOTSTRAP_TICK_MS + BOOTSTRAP_GRACE_MS
+        if self._drop_undecodable:
+            kept = deque(h for h in self._held if msg.build_ts - h.msg.build_ts <= period_ms)
+            self.dropped += len(self._held) - len(kept)
+            self._held = kept
+            return
         first = self._held[0]
         if msg.build_ts - first.msg.build_ts > period_ms:
             raise DecodeError(

@@ -1,0 +1,200 @@
+"""``cdc kafka-consumer``'s loop: a TiCDC Kafka topic (canal-json with the TiDB extension, simple JSON or Avro)
+applied to a MySQL-compatible downstream, in order and effectively once.
+
+One Kafka consumer owns every partition of the topic (global ordering needs all of them, so partitions are
+assigned, not balanced over a group); each partition has its own decoder (the simple decoder keeps its schema
+cache per partition, as TiCDC's). Decoded events go to :class:`PartitionOrder`, its steps to the
+:class:`ApplyEngine`, and only after a step is durable downstream are the group's offsets committed (the
+partition offsets that never pass an unapplied event). A restart resumes from the committed offsets; what it
+reads again is skipped against the downstream checkpoint.
+
+A consumer that starts with no committed offsets on a simple topic joins mid-stream when the topic's start was
+deleted: rows it cannot decode before the first BOOTSTRAP of their table are dropped (and counted) instead of
+stopping it (``join_mid_stream``).
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from sparkcdc.codec.base import Message
+from sparkcdc.consumer.downstream import MysqlTarget
+from sparkcdc.consumer.engine import ApplyEngine, EngineStats
+from sparkcdc.consumer.kafka_order import PartitionOrder
+from sparkcdc.consumer.mysql_applier import MysqlApplier
+from sparkcdc.errors import ConfigError, CorruptDataError, DecodeError, KafkaError
+from sparkcdc.model.events import Event
+from sparkcdc.sink.kafka.config import KafkaSinkConfig
+
+log = logging.getLogger(__name__)
+
+_POLL_SECONDS = 0.2
+_MAX_MESSAGES = 5000
+
+
+@dataclass
+class KafkaConsumerConfig:
+    """``--upstream-uri`` (TiCDC's sink-URI form) with the producer's changefeed TOML, and our settings."""
+
+    source: KafkaSinkConfig
+    group_id: str
+    changefeed: str = "default"
+    time_zone: str | None = None
+    batch_rows: int = 20000
+
+    @classmethod
+    def from_uri(cls, uri: str, toml: Mapping[str, Any], group_id: str, **kw: Any) -> KafkaConsumerConfig:
+        """Raises ConfigError: a malformed URI, canal-json without ``enable-tidb-extension`` (its messages carry
+        no commit-ts, so nothing can be ordered or deduplicated)."""
+        source = KafkaSinkConfig.from_uri(uri, toml)
+        if source.protocol == "canal-json" and not source.enable_tidb_extension:
+            raise ConfigError(
+                "canal-json messages carry no commit-ts without the TiDB extension, so they cannot be applied in "
+                "order; set enable-tidb-extension=true on the changefeed and in --upstream-uri",
+                code="CDC:ErrKafkaInvalidConfig",
+            )
+        if not group_id:
+            raise ConfigError("--consumer-group-id must not be empty")
+        return cls(source, group_id, **kw)
+
+    def decoder(self, *, mid_stream: bool = False) -> Any:
+        """A fresh decoder for one partition, reading claim-check files from the configured storage;
+        ``mid_stream``: a simple decoder drops rows it can never decode (see the module docstring)."""
+        options = self.source.codec_options()
+        reader = _claim_check_reader(self.source.claim_check_storage_uri)
+        if self.source.protocol == "canal-json":
+            from sparkcdc.codec.canal_json.config import CanalJsonConfig
+            from sparkcdc.codec.canal_json.decoder import CanalJsonMessageDecoder
+
+            return CanalJsonMessageDecoder(CanalJsonConfig.from_options(options), claim_check_reader=reader)
+        from sparkcdc.codec.simple.config import SimpleConfig
+        from sparkcdc.codec.simple.decoder import SimpleDecoder
+
+        return SimpleDecoder(SimpleConfig.from_options(options), claim_check_reader=reader, drop_undecodable=mid_stream)
+
+
+def _claim_check_reader(uri: str) -> Callable[[str], bytes] | None:
+    if not uri:
+        return None
+    from sparkcdc.storage.external import ExternalStorage
+
+    storage = ExternalStorage.from_uri(uri)
+
+    def read(name: str) -> bytes:
+        data = storage.read(name)
+        if data is None:
+            raise DecodeError(f"claim-check file {name} is missing from {storage.uri.masked()}")
+        return data
+
+    return read
+
+
+class KafkaConsumer:
+    """Runs until ``stop`` is set. Raises SparkcdcError: CorruptDataError naming topic, partition and offset for
+    a message that cannot be decoded (nothing after it is applied), KafkaError for the cluster, downstream
+    errors from the applier (``retryable`` when a retry may help)."""
+
+    def __init__(self, config: KafkaConsumerConfig, target: MysqlTarget) -> None:
+        self.config = config
+        self.target = target
+        self.topic = config.source.topic
+        self.stats = EngineStats()
+        self._decoders: dict[int, Any] = {}
+        self._consumer: Any = None
+        self._applier: MysqlApplier | None = None
+
+    def _connect(self) -> tuple[Any, list[int], dict[int, int]]:
+        from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+        settings = {
+            **self.config.source.connection_config(f"sparkcdc_consumer_{self.config.group_id}"),
+            "group.id": self.config.group_id,
+            "enable.auto.commit": False,
+            "auto.offset.reset": "earliest",
+            "session.timeout.ms": 6000,
+        }
+        consumer = Consumer(settings, logger=log)
+        try:
+            meta = consumer.list_topics(self.topic, timeout=10).topics.get(self.topic)
+            if meta is None or meta.error is not None or not meta.partitions:
+                raise ConfigError(f"topic {self.topic!r} does not exist on {self.config.source.uri.bootstrap_servers}")
+            partitions = sorted(meta.partitions)
+            committed = consumer.committed([TopicPartition(self.topic, p) for p in partitions], timeout=10)
+        except KafkaException as e:
+            consumer.close()
+            raise KafkaError(f"cannot read topic {self.topic!r}: {e.args[0].str()}") from None
+        except BaseException:
+            consumer.close()
+            raise
+        offsets = {tp.partition: tp.offset for tp in committed if tp.offset >= 0}
+        return consumer, partitions, offsets
+
+    def run(self, stop: threading.Event, on_progress: Callable[[KafkaConsumer], None] | None = None) -> None:
+        from confluent_kafka import OFFSET_BEGINNING, TopicPartition
+
+        consumer, partitions, committed = self._connect()
+        self._consumer = consumer
+        applier = self._applier = MysqlApplier(self.target, changefeed=self.config.changefeed,
+                                               time_zone=self.config.time_zone)  # fmt: skip
+        engine = ApplyEngine(applier, batch_rows=self.config.batch_rows)
+        self.stats = engine.stats
+        mid_stream = not committed and self.config.source.protocol == "simple"
+        decoders = self._decoders = {p: self.config.decoder(mid_stream=mid_stream) for p in partitions}
+        held: dict[int, int | None] = dict.fromkeys(partitions)
+        order = PartitionOrder(partitions)
+        consumer.assign([TopicPartition(self.topic, p, committed.get(p, OFFSET_BEGINNING)) for p in partitions])
+        log.info("kafka consumer topic=%s partitions=%d group=%s resuming at %s", self.topic, len(partitions),
+                 self.config.group_id, committed or "the beginning")  # fmt: skip
+        while not stop.is_set():
+            for m in consumer.consume(_MAX_MESSAGES, _POLL_SECONDS):
+                err = m.error()
+                if err is not None:
+                    if err.code() == -191:  # _PARTITION_EOF
+                        continue
+                    raise KafkaError(f"topic {self.topic}: {err.str()}", retryable=err.retriable())
+                p, offset = m.partition(), m.offset()
+                events = self._decode(decoders[p], p, offset, m)
+                origin = held[p]
+                pending = getattr(decoders[p], "pending", 0)
+                held[p] = (origin if origin is not None else offset) if pending else None
+                order.add(p, offset, events, origin=origin)
+                order.hold(p, held[p])
+            while (step := order.next_step()) is not None:
+                engine.apply(step)
+                if step.offsets:
+                    consumer.commit(offsets=[TopicPartition(self.topic, p, o) for p, o in step.offsets.items()],
+                                    asynchronous=False)  # fmt: skip
+            if on_progress is not None:
+                on_progress(self)
+
+    @property
+    def dropped(self) -> int:
+        """Rows a consumer that joined mid-stream could not decode (sent before their table's BOOTSTRAP)."""
+        return sum(int(getattr(d, "dropped", 0)) for d in self._decoders.values())
+
+    def _decode(self, decoder: Any, partition: int, offset: int, m: Any) -> list[Event]:
+        where = f"topic {self.topic} partition {partition} offset {offset}"
+        try:
+            return list(decoder.decode(Message(m.key(), m.value() or b"")))
+        except DecodeError as e:
+            text = e.message
+            if "handle-key-only" in text:
+                text += (
+                    "; a MySQL/MariaDB upstream cannot be read again at a past commit-ts, so handle-key-only "
+                    "messages cannot be applied: set large-message-handle-option = \"claim-check\" on the changefeed"
+                )
+            raise CorruptDataError(f"{where}: {text}; nothing after it was applied") from None
+        except Exception as e:  # a foreign or truncated message the decoder did not anticipate
+            raise CorruptDataError(f"{where}: not a TiCDC {self.config.source.protocol} message: {e}") from None
+
+    def close(self) -> None:
+        if self._consumer is not None:
+            self._consumer.close()
+            self._consumer = None
+        if self._applier is not None:
+            self._applier.close()
+            self._applier = None

@@ -1,0 +1,96 @@
+"""The whole Kafka path: MariaDB -> ``cdc server`` -> Kafka changefeed (3 partitions, index-value dispatch) ->
+``cdc kafka-consumer`` -> a second MariaDB -> ``cdc check`` reports zero difference, for canal-json with the TiDB
+extension, simple JSON and simple Avro; the workload has add/modify/drop column, rename, truncate, drop and
+re-create, and a partitioned table."""
+
+from __future__ import annotations
+
+import json
+import signal
+import subprocess
+import time
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sparkcdc.consumer.downstream import MysqlTarget
+from sparkcdc.devtools.kafka import KafkaBroker
+from sparkcdc.devtools.mariadb import MariaDB
+from tests.e2e.test_consumer_changefeed import CDC, SETUP, WORKLOAD
+from tests.fixtures.mariadb import FreshDatabase
+from tests.integration.consumer.servers import downstream_server, run_sql, target  # noqa: F401
+from tests.integration.pipeline.server import SparkServer, now_tso, server_env
+
+pytestmark = pytest.mark.e2e
+
+FLAVOURS = {
+    "canal-json": ("protocol=canal-json&enable-tidb-extension=true", ""),
+    "simple-json": ("protocol=simple", ""),
+    "simple-avro": ("protocol=simple", '[sink.kafka-config.codec-config]\nencoding-format = "avro"\n'),
+}
+
+
+def mysql_uri(host: str, port: int) -> str:
+    return f"mysql://root@{host}:{port}/"
+
+
+def check(up: dict[str, Any], target: MysqlTarget, db: str) -> dict[str, Any]:  # noqa: F811
+    res = subprocess.run([CDC, "check", "--source", mysql_uri(up["host"], up["port"]), "--target",
+                          mysql_uri(target.host, target.port), "--tables", f"{db}.*", "--output", "json"],
+                         capture_output=True, text=True, timeout=300, env=server_env())  # fmt: skip
+    doc: dict[str, Any] = json.loads(res.stdout)
+    return doc
+
+
+@pytest.mark.parametrize("flavour", sorted(FLAVOURS))
+def test_changefeed_kafka_consumer_check(
+    flavour: str,
+    fresh_db: FreshDatabase,
+    mariadb: MariaDB,
+    kafka_broker: KafkaBroker,
+    target: MysqlTarget,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    params, codec_toml = FLAVOURS[flavour]
+    db = fresh_db
+    run_sql(target, f"DROP DATABASE IF EXISTS `{db.name}`", "DROP DATABASE IF EXISTS sparkcdc_consumer",
+            f"CREATE DATABASE `{db.name}`")  # fmt: skip
+    topic = f"{db.name}-{flavour}"
+    uri = f"kafka://{kafka_broker.bootstrap}/{topic}?{params}&partition-num=3"
+    cfg = tmp_path / "cf.toml"
+    dispatcher = f'{{matcher = ["{db.name}.*"], partition = "index-value"}}'
+    cfg.write_text(f'[filter]\nrules = ["{db.name}.*"]\n\n[sink]\ndispatchers = [{dispatcher}]\n' + codec_toml)
+    server = SparkServer(tmp_path, mariadb.port or 0).start()
+    try:
+        created = server.cli("create", "--sink-uri", uri, "--changefeed-id", "cf", "--config", str(cfg))
+        assert created.returncode == 0, created.stderr + created.stdout
+        db.execute(*SETUP)
+        db.execute(*WORKLOAD)
+        end = now_tso(db)
+        deadline = time.monotonic() + 240
+        while (state := server.changefeed("cf"))["checkpoint_ts"] < end:
+            assert state["state"] == "normal" and time.monotonic() < deadline, (state, server.tail())
+            time.sleep(0.3)
+    finally:
+        server.stop()
+    log = tmp_path / "consumer.log"
+    consumer = subprocess.Popen(
+        [CDC, "kafka-consumer", "--upstream-uri", uri, "--downstream-uri", mysql_uri(target.host, target.port),
+         "--config", str(cfg), "--consumer-group-id", f"g-{topic}", "--log-file", str(log), "--quiet"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=server_env(),
+    )  # fmt: skip
+    up = db.server.connect_kwargs()
+    try:
+        deadline = time.monotonic() + 120
+        while not (doc := check(up, target, db.name)).get("match"):
+            assert consumer.poll() is None, (consumer.communicate(), log.read_text())
+            assert time.monotonic() < deadline, (doc, log.read_text()[-3000:])
+            time.sleep(1)
+    finally:
+        consumer.send_signal(signal.SIGTERM)
+        _out, err = consumer.communicate(timeout=60)
+    assert consumer.returncode == 0, err
+    assert "Traceback" not in err + log.read_text()
+    assert {t["table"] for t in doc["tables"]} == {"a", "b2", "gone", "part"}, doc
+    assert {t["table"]: t["target_rows"] for t in doc["tables"]} == {"a": 4, "b2": 4, "gone": 1, "part": 4}
