@@ -316,3 +316,25 @@ def test_config_accepts_typed_and_string_values_and_masks_secrets() -> None:
     )
     assert (cfg.encoding_format, cfg.max_pending_dml, cfg.bootstrap_enabled) == ("avro", 5, False)
     assert "hunter2" not in repr(cfg) and "s3cr3t" not in repr(cfg) and "region=x" in repr(cfg)
+
+
+@pytest.mark.parametrize("fmt", FMTS)
+def test_joining_mid_stream_drops_what_can_never_be_decoded(fmt: str) -> None:
+    """drop_undecodable (a consumer joining mid-stream): the same inputs that raise above drop the rows instead,
+    count them, and everything after the table's BOOTSTRAP decodes."""
+    t1, t2 = user_table(V1), user_table(V2, with_create_time=True)
+    enc, strict = codec(fmt)
+    dec = SimpleDecoder(strict.config, drop_undecodable=True)
+    assert _feed(dec, [enc.encode_row(_insert(t1, V1 + 1, 1)), enc.encode_watermark(V1 + 1)]) == []  # held
+    out = _feed(dec, [enc.encode_bootstrap(t2)])  # version V1 never came: dropped, the watermark released
+    assert [type(e) for e in out] == [BootstrapEvent, ResolvedEvent] and dec.dropped == 1 and dec.pending == 0
+    assert _feed(dec, [enc.encode_row(_insert(t1, V1 + 2, 2))]) == [] and dec.dropped == 2  # older than known
+    row = RowChange(V2 + 1, t2, RowOp.INSERT, None, (3, "user3", 23, 90.5, "2024-01-01 00:00:00"), 148)
+    [decoded] = _feed(dec, [enc.encode_row(row)])
+    assert isinstance(decoded, RowChange) and decoded.after is not None and decoded.after[0] == 3
+    clock = Clock(1_000_000)
+    enc3, strict3 = codec(fmt, clock, **{"send-bootstrap-interval-in-sec": "10"})
+    late = SimpleDecoder(strict3.config, drop_undecodable=True)
+    _feed(late, [enc3.encode_row(_insert(t1, V1 + 1, 1))])
+    clock.now += 10_000 + 5_000 + 30_000 + 1  # longer than a bootstrap period: the schema will not come
+    assert _feed(late, [enc3.encode_watermark(V1 + 3)]) == [ResolvedEvent(V1 + 3)] and late.dropped == 1
