@@ -157,19 +157,29 @@ class KafkaConsumer:
                         continue
                     raise KafkaError(f"topic {self.topic}: {err.str()}", retryable=err.retriable())
                 p, offset = m.partition(), m.offset()
-                events = self._decode(decoders[p], p, offset, m)
+                try:
+                    events = self._decode(decoders[p], p, offset, m)
+                except CorruptDataError:
+                    self._apply_ready(order, engine)  # everything released before the bad message, then stop
+                    raise
                 origin = held[p]
                 pending = getattr(decoders[p], "pending", 0)
                 held[p] = (origin if origin is not None else offset) if pending else None
                 order.add(p, offset, events, origin=origin)
                 order.hold(p, held[p])
-            while (step := order.next_step()) is not None:
-                engine.apply(step)
-                if step.offsets:
-                    consumer.commit(offsets=[TopicPartition(self.topic, p, o) for p, o in step.offsets.items()],
-                                    asynchronous=False)  # fmt: skip
+            self._apply_ready(order, engine)
             if on_progress is not None:
                 on_progress(self)
+
+    def _apply_ready(self, order: PartitionOrder, engine: ApplyEngine) -> None:
+        """Apply every step the order releases; commit the group's offsets after each."""
+        from confluent_kafka import TopicPartition
+
+        while (step := order.next_step()) is not None:
+            engine.apply(step)
+            if step.offsets:
+                self._consumer.commit(offsets=[TopicPartition(self.topic, p, o) for p, o in step.offsets.items()],
+                                      asynchronous=False)  # fmt: skip
 
     @property
     def dropped(self) -> int:
