@@ -37,9 +37,7 @@ version directory's TableVersion. Each micro-batch lists the tree and reads the 
 
 from __future__ import annotations
 
-import base64
 from collections.abc import Iterator, Sequence
-from decimal import Decimal
 from typing import Any
 
 from pyspark.sql.datasource import (
@@ -49,12 +47,9 @@ from pyspark.sql.datasource import (
     InputPartition,
 )
 
+from sparkcdc.pipeline.source_rows import SCHEMA, TRUE, change_row
+
 NAME = "ticdc"
-SCHEMA = (
-    "database string, table string, table_version long, partition long, commit_ts long, op string, "
-    "before map<string,string>, after map<string,string>, file string, row_number long"
-)
-_TRUE = ("1", "true", "yes", "on")
 
 
 def register(spark: Any) -> None:
@@ -83,7 +78,7 @@ class _Source:
         csv = {k[4:]: v for k, v in opts.items() if k.startswith("csv.")}
         for key in ("include-commit-ts", "output-old-value", "output-handle-key", "output-field-header"):
             if key in csv:
-                csv[key] = csv[key].lower() in _TRUE  # type: ignore[assignment]
+                csv[key] = csv[key].lower() in TRUE  # type: ignore[assignment]
         toml: dict[str, Any] = {"sink": {"csv": csv}}
         if "terminator" in opts:
             toml["sink"]["terminator"] = opts["terminator"].encode().decode("unicode_escape")
@@ -91,10 +86,10 @@ class _Source:
         self.reader = ReaderConfig.from_sink(
             sink,
             date_separator=opts.get("date-separator", "auto"),
-            ignore_foreign_files=opts.get("ignore-foreign-files", "false").lower() in _TRUE,
+            ignore_foreign_files=opts.get("ignore-foreign-files", "false").lower() in TRUE,
         )
         self.storage = ExternalStorage.from_config(sink)
-        self.up_to_checkpoint = opts.get("up-to-checkpoint", "false").lower() in _TRUE
+        self.up_to_checkpoint = opts.get("up-to-checkpoint", "false").lower() in TRUE
         try:
             self.start_ts = int(opts.get("start-ts", "0"))
         except ValueError:
@@ -110,24 +105,6 @@ class FilePartition(InputPartition):
         self.schema_path = schema_path
         self.low = low
         self.high = high
-
-
-def _text(value: Any) -> str | None:
-    if value is None:
-        return None
-    if isinstance(value, bytes | bytearray | memoryview):
-        return base64.b64encode(bytes(value)).decode()
-    if isinstance(value, float):
-        return repr(value)
-    if isinstance(value, Decimal):
-        return str(value)
-    return str(value)
-
-
-def _image(names: Sequence[str], values: Sequence[Any] | None) -> dict[str, str | None] | None:
-    if values is None:
-        return None
-    return {n: _text(v) for n, v in zip(names, values)}
 
 
 def _plan(src: _Source, low: int, high: int | None) -> list[FilePartition]:
@@ -151,7 +128,7 @@ def _read(src: _Source, part: InputPartition) -> Iterator[tuple[Any, ...]]:
     from sparkcdc.consumer.storage_reader import FileReader, SchemaEntry
 
     if not isinstance(part, FilePartition):
-        raise TypeError(f"unexpected partition {type(part).__name__}")
+        return  # Spark reads one InputPartition(None) when partitions() is empty (a tree without data files)
 
     reader = FileReader(src.storage, src.reader)
     f = part.file
@@ -160,11 +137,7 @@ def _read(src: _Source, part: InputPartition) -> Iterator[tuple[Any, ...]]:
         ts = r.commit_ts or f.table_version
         if ts <= part.low or (part.high is not None and ts > part.high):
             continue
-        names = [c.name for c in r.table.columns]
-        yield (
-            f.schema, f.table, f.table_version, f.partition, r.commit_ts, r.op.value,
-            _image(names, r.before), _image(names, r.after), f.path, i,
-        )  # fmt: skip
+        yield change_row(r, f.schema, f.table, f.table_version, f.partition, f.path, i)
 
 
 class TicdcReader(DataSourceReader):

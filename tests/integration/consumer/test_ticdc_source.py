@@ -47,6 +47,12 @@ def test_batch_read_csv_with_partitions_dates_and_widths(tmp_path: Path, ticdc_s
     assert only.count() == 2
 
 
+def test_batch_read_of_a_tree_without_data_files_is_empty(tmp_path: Path, ticdc_spark: Any) -> None:
+    Tree(tmp_path).metadata(V1)
+    df = ticdc_spark.read.format("ticdc").option("protocol", "csv").load(f"file://{tmp_path}")
+    assert df.collect() == []
+
+
 def test_streaming_offsets_follow_metadata(tmp_path: Path, ticdc_spark: Any) -> None:
     p = table("db", "p")
     tree = Tree(tmp_path, protocol="canal-json")
