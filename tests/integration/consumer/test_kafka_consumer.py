@@ -110,3 +110,22 @@ def test_a_restart_resumes_without_applying_twice(kafka_broker: KafkaBroker, dow
 def test_canal_json_needs_the_tidb_extension(kafka_broker: KafkaBroker) -> None:
     with pytest.raises(ConfigError, match="enable-tidb-extension=true"):
         KafkaConsumerConfig.from_uri(f"kafka://{kafka_broker.bootstrap}/t?protocol=canal-json", {}, "g")
+
+
+def test_joining_mid_stream_applies_from_the_first_bootstrap(
+    kafka_broker: KafkaBroker, downstream: MysqlTarget
+) -> None:
+    """The topic's head (with the first BOOTSTRAP) is gone, as after retention: a fresh consumer holds the rows
+    it cannot decode yet, applies those the next BOOTSTRAP makes decodable, and drops (counts) the one whose
+    schema version was replaced before it was ever announced."""
+    enc = message_encoder("simple", {})
+    old = TableInfo(DB, "t", 7, T.columns, T.indexes, 90)  # a version no message of the tail announces
+
+    def insert(table: TableInfo, ts: int, k: int) -> bytes:
+        return enc.encode_row(RowChange(ts, table, RowOp.INSERT, None, (k, f"r{k}"))).value
+
+    tail = [insert(old, TS + 1, 1), insert(T, TS + 2, 2), enc.encode_watermark(TS + 2).value,
+            enc.encode_bootstrap(T).value, insert(T, TS + 3, 3), enc.encode_watermark(TS + 3).value]  # fmt: skip
+    topic_with(kafka_broker, "kc-mid", tail)
+    consumer = run(kafka_broker, "kc-mid", downstream)
+    assert rows(downstream) == [(2, "r2"), (3, "r3")] and consumer.dropped == 1
