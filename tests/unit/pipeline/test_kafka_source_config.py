@@ -1,0 +1,56 @@
+"""format("ticdc-kafka")'s options: one validating constructor, one-line errors naming what is wrong."""
+
+from __future__ import annotations
+
+import pickle
+
+import pytest
+
+from sparkcdc.errors import ConfigError
+from sparkcdc.pipeline.kafka_source import EARLIEST, LATEST, KafkaSourceConfig
+
+
+def cfg(path: str = "kafka://127.0.0.1:9092/cdc?protocol=simple", **options: str) -> KafkaSourceConfig:
+    return KafkaSourceConfig.from_options({"path": path, **options})
+
+
+def test_the_path_is_a_sink_uri_and_options_fill_in_its_codec_parameters() -> None:
+    c = cfg("kafka://127.0.0.1:9092,127.0.0.2:9093/cdc", protocol="simple", **{"encoding-format": "avro"})
+    assert (c.topic, c.protocol, c.sink.encoding_format) == ("cdc", "simple", "avro")
+    assert c.starting == {-1: EARLIEST} and not c.up_to_watermark and not c.skip_undecodable
+    assert c.consumer_settings()["bootstrap.servers"] == "127.0.0.1:9092,127.0.0.2:9093"
+    canal = cfg("kafka://h:9092/t?protocol=canal-json", **{"enable-tidb-extension": "true", "up-to-watermark": "1"})
+    assert canal.protocol == "canal-json" and canal.up_to_watermark
+    assert type(canal.decoder()).__name__ == "CanalJsonMessageDecoder"
+    cc = cfg(**{"claim-check-storage-uri": "file:///tmp/cc", "skip-undecodable": "true"})
+    assert cc.sink.claim_check_storage_uri == "file:///tmp/cc" and cc.decoder()._drop_undecodable
+    assert pickle.loads(pickle.dumps(cc)) == cc
+
+
+def test_starting_offsets() -> None:
+    assert cfg(startingOffsets="latest").starting == {-1: LATEST}
+    assert cfg(STARTINGOFFSETS=" Earliest ").starting == {-1: EARLIEST}
+    assert cfg(startingOffsets='{"0": 12, "2": -1, "1": -2}').starting == {0: 12, 2: LATEST, 1: EARLIEST}
+    for bad in ("first", '{"0": -3}', '{"x": 1}', '{"0": "1"}', "[1]", '{"0": 1.5}'):
+        with pytest.raises(ConfigError, match=r"startingOffsets .* is not earliest, latest or a JSON object"):
+            cfg(startingOffsets=bad)
+
+
+@pytest.mark.parametrize(
+    ("path", "options", "message"),
+    [
+        ("", {}, r'needs a path: \.load\("kafka://'),
+        ("s3://bucket/x", {}, "is not a Kafka sink URI"),
+        ("kafka://h:9092/t", {}, "protocol is required"),
+        ("kafka://h:9092/t?protocol=avro", {}, "not supported"),
+        ("kafka://h:9092/t?protocol=canal-json", {}, "no commit-ts without the TiDB extension.*enable-tidb-extension"),
+        ("kafka://h:9092/t?protocol=simple", {"protocol": "canal-json"}, "contradicts protocol='simple'"),
+        ("kafka://h:9092/t?protocol=simple", {"up-to-watermark": "maybe"}, "up-to-watermark='maybe' is not a boolean"),
+        ("kafka://h:9092/t?protocol=simple", {"maxOffsetsPerTrigger": "5"}, "unknown option.*'maxoffsetspertrigger'"),
+        ("kafka://h:9092/t?protocol=simple&sasl-password=hunter2&bogus=1", {}, "unknown kafka sink URI parameter"),
+    ],
+)
+def test_malformed_options_are_one_line_naming_the_problem(path: str, options: dict[str, str], message: str) -> None:
+    with pytest.raises(ConfigError, match=message) as e:
+        cfg(path, **options)
+    assert "\n" not in str(e.value) and "hunter2" not in str(e.value)
