@@ -29,6 +29,7 @@ from sparkcdc.consumer.mysql_applier import MysqlApplier
 from sparkcdc.errors import ConfigError, CorruptDataError, DecodeError, KafkaError
 from sparkcdc.model.events import Event
 from sparkcdc.sink.kafka.config import KafkaSinkConfig
+from sparkcdc.storage.claim_check import claim_check_reader
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +66,7 @@ class KafkaConsumerConfig:
         """A fresh decoder for one partition, reading claim-check files from the configured storage;
         ``mid_stream``: a simple decoder drops rows it can never decode (see the module docstring)."""
         options = self.source.codec_options()
-        reader = _claim_check_reader(self.source.claim_check_storage_uri)
+        reader = claim_check_reader(self.source.claim_check_storage_uri)
         if self.source.protocol == "canal-json":
             from sparkcdc.codec.canal_json.config import CanalJsonConfig
             from sparkcdc.codec.canal_json.decoder import CanalJsonMessageDecoder
@@ -75,22 +76,6 @@ class KafkaConsumerConfig:
         from sparkcdc.codec.simple.decoder import SimpleDecoder
 
         return SimpleDecoder(SimpleConfig.from_options(options), claim_check_reader=reader, drop_undecodable=mid_stream)
-
-
-def _claim_check_reader(uri: str) -> Callable[[str], bytes] | None:
-    if not uri:
-        return None
-    from sparkcdc.storage.external import ExternalStorage
-
-    storage = ExternalStorage.from_uri(uri)
-
-    def read(name: str) -> bytes:
-        data = storage.read(name)
-        if data is None:
-            raise DecodeError(f"claim-check file {name} is missing from {storage.uri.masked()}")
-        return data
-
-    return read
 
 
 class KafkaConsumer:
