@@ -226,9 +226,10 @@ def test_checkers_pass_on_the_sink_layout_and_fail_when_it_breaks(topics: Topics
 
 
 def test_bootstrap_checker_fails_without_a_bootstrap_before_the_rows(topics: Topics) -> None:
-    if topics.protocol != "simple":
-        pytest.skip("only the simple protocol sends BOOTSTRAP messages")
     heads = topics.heads()
+    if topics.protocol != "simple":  # canal-json has no BOOTSTRAP message at all
+        assert [h for hs in heads.values() for h in hs if h.kind == "bootstrap"] == []
+        return
     assert bootstrap_violations(heads) == []
     boot = first(heads, 2, "bootstrap")  # w0's
     row = first(heads, 2, "row")
