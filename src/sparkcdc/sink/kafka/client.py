@@ -11,6 +11,7 @@ import logging
 import pickle
 import threading
 import time
+from collections.abc import Sequence
 from typing import Any, Final
 
 from sparkcdc.errors import ConfigError, KafkaError
@@ -46,19 +47,21 @@ class DeliveryProducer:
         if err is not None:
             self._errors.append(err)
 
-    def send(self, topic: str, partition: int, value: bytes, key: bytes | None = None) -> None:
-        """Queue one message (waits while the client's queue is full). Raises KafkaError."""
-        while True:
-            try:
-                self._producer.produce(topic, value, key, partition=partition)
-                break
-            except BufferError:
-                self._producer.poll(0.05)
-            except self._exception as e:
-                raise _kafka_error(e.args[0], f"cannot send to {topic}[{partition}]") from None
-        self.sent += 1
-        if self.sent % 1000 == 0:
-            self._producer.poll(0)
+    def send(self, topic: str, partition: int, values: Sequence[bytes]) -> None:
+        """Queue messages (without key) for one partition, in order; waits while the client's queue is full.
+        Raises KafkaError."""
+        produce = self._producer.produce
+        for value in values:
+            while True:
+                try:
+                    produce(topic, value, None, partition)
+                    break
+                except BufferError:
+                    self._producer.poll(0.05)
+                except self._exception as e:
+                    raise _kafka_error(e.args[0], f"cannot send to {topic}[{partition}]") from None
+        self.sent += len(values)
+        self._producer.poll(0)
 
     def flush(self) -> None:
         """Wait until every queued message is acknowledged. Raises KafkaError naming the first failure; then

@@ -46,7 +46,7 @@ class KafkaCommitter:
                 value = self.codec.encode_bootstrap(selectors.project(info)).value
                 count = client.topics.partitions(topic)
                 for partition in bootstrap_partitions(self.config.send_bootstrap_to_all_partition, count):
-                    client.producer.send(topic, partition, value)
+                    client.producer.send(topic, partition, [value])
             client.producer.flush()
         except SparkcdcError:
             discard(self.config, self.ctx.changefeed)
@@ -66,7 +66,7 @@ class KafkaCommitter:
                 topic = router.topic_for_ddl(ddl)
                 value = self.codec.encode_ddl(ddl).value
                 for partition in ddl_partitions(self.config.protocol, client.topics.partitions(topic)):
-                    client.producer.send(topic, partition, value)
+                    client.producer.send(topic, partition, [value])
             client.producer.flush()
         except SparkcdcError:
             discard(self.config, self.ctx.changefeed)
@@ -82,7 +82,7 @@ class KafkaCommitter:
             client = clients(self.config, self.ctx.changefeed)
             for topic in topics:
                 for partition in range(client.topics.partitions(topic)):
-                    client.producer.send(topic, partition, value)
+                    client.producer.send(topic, partition, [value])
             client.producer.flush()
         except SparkcdcError:
             discard(self.config, self.ctx.changefeed)

@@ -63,10 +63,13 @@ class KafkaEncoder:
         generator = self.router.partition_generator(table.schema, table.table)
         # default/table: one partition for the whole table, computed once instead of per row
         fixed = generator.partition(rows[0], count).index if isinstance(generator, TablePartition) else None
+        encode = self.codec.encode_row if self.config.large_message_handle_option == "none" else self._checked
+        select = self.selectors.select if self.selectors.rules else None
         groups: dict[int, list[bytes]] = {}
         for row in rows:
             partition = fixed if fixed is not None else generator.partition(row, count).index
-            groups.setdefault(partition, []).append(self._message(self.selectors.select(row)).value)
+            message: Message = encode(row if select is None else select(row))  # the partition used the full row
+            groups.setdefault(partition, []).append(message.value)
         for partition, values in groups.items():
             yield Payload(route_of(topic, partition), rows[0].physical_table_id, len(values),
                           pack(topic, partition, values))  # fmt: skip
@@ -81,10 +84,9 @@ class KafkaEncoder:
         self.selectors.verify_tables([table], self.router)
         self._verified.add(key)
 
-    def _message(self, row: RowChange) -> Message:
-        if self.config.large_message_handle_option == "none":
-            message: Message = self.codec.encode_row(row)  # raises CDC:ErrMessageTooLarge when too large
-            return message
+    def _checked(self, row: RowChange) -> Message:
+        """The message with large-message handling (``none`` is the codec's ``encode_row``: it raises
+        CDC:ErrMessageTooLarge for a message above max-message-bytes)."""
         encoded = self.codec.encode_row_checked(row)
         if encoded.claim_check is not None:
             if self._claim_storage is None:

@@ -96,8 +96,7 @@ class KafkaTaskWriter:
                 topics[topic] = client.topics.partitions(topic)
             if bootstrap is not None:
                 bootstrap(topic, p.info, p.nrows)
-            for value in values:
-                producer.send(topic, partition, value)
+            producer.send(topic, partition, values)
             messages += len(values)
             rows += p.nrows
         producer.flush()
@@ -116,6 +115,6 @@ class KafkaTaskWriter:
             if tracker.due(topic, table, rows):
                 message = codec.encode_bootstrap(selectors.project(table))
                 for partition in bootstrap_partitions(self.config.send_bootstrap_to_all_partition, partitions(topic)):
-                    producer.send(topic, partition, message.value)
+                    producer.send(topic, partition, [message.value])
 
         return send
