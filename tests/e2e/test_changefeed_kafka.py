@@ -18,7 +18,7 @@ import httpx
 import pytest
 
 from sparkcdc.codec.base import message_decoder
-from sparkcdc.devtools.kafka import KafkaBroker, Partitions
+from sparkcdc.devtools.kafka import KafkaBroker, Partitions, read_topic
 from sparkcdc.devtools.mariadb import MariaDB
 from sparkcdc.model import RowChange
 from sparkcdc.pipeline.source_rows import image
@@ -29,7 +29,6 @@ from tests.integration.sink.kafka_replay import (
     commit_ts_order_violations,
     ddl_on_every_partition,
     headers,
-    read_topic,
     replay_partitions,
     watermarks_on_every_partition,
 )

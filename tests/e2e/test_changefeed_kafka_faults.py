@@ -26,7 +26,7 @@ import httpx
 import pytest
 
 from sparkcdc.codec.simple.decoder import SimpleDecoder
-from sparkcdc.devtools.kafka import KafkaBroker
+from sparkcdc.devtools.kafka import KafkaBroker, Partitions, read_topic
 from sparkcdc.devtools.mariadb import MariaDB
 from sparkcdc.model import tso
 from sparkcdc.pipeline.progress import read_progress
@@ -35,12 +35,10 @@ from tests.fixtures.mariadb import FreshDatabase
 from tests.integration.pipeline.server import Background, SparkServer, Workload, now_tso
 from tests.integration.sink.kafka_replay import (
     Header,
-    Partitions,
     bootstrap_violations,
     commit_ts_order_violations,
     ddl_on_every_partition,
     headers,
-    read_topic,
     replay_partitions,
     watermarks_on_every_partition,
 )

@@ -23,7 +23,6 @@ import orjson
 
 from sparkcdc.codec.base import Message, MessageDecoder, message_decoder
 from sparkcdc.codec.simple.decoder import SimpleDecoder
-from sparkcdc.devtools.kafka import Partitions as Partitions  # re-exported for the e2e tests
 from sparkcdc.devtools.kafka import read_topic
 from sparkcdc.model import BootstrapEvent, DDLAction, DDLEvent, ResolvedEvent, RowChange, RowOp, TableInfo
 from tests.integration.pipeline.replay import Rows, text

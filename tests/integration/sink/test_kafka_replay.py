@@ -13,17 +13,15 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
 from sparkcdc.codec.base import Message, message_encoder
-from sparkcdc.devtools.kafka import KafkaBroker
+from sparkcdc.devtools.kafka import KafkaBroker, Partitions, read_topic
 from sparkcdc.model import ColumnInfo, DDLAction, DDLEvent, IndexInfo, RowChange, RowOp, TableInfo
 from sparkcdc.model.table import with_handle_keys
 from tests.integration.sink.kafka_replay import (
     Header,
-    Partitions,
     bootstrap_violations,
     commit_ts_order_violations,
     ddl_on_every_partition,
     headers,
-    read_topic,
     replay_partitions,
     watermarks_on_every_partition,
 )
