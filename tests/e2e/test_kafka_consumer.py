@@ -9,6 +9,7 @@ import json
 import signal
 import subprocess
 import time
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -43,6 +44,28 @@ def check(up: dict[str, Any], target: MysqlTarget, db: str) -> dict[str, Any]:  
     return doc
 
 
+def replicate_to_kafka(db: FreshDatabase, mariadb: MariaDB, tmp_path: Path, uri: str, codec_toml: str,
+                       workload: Callable[[], None]) -> Path:  # fmt: skip
+    """A changefeed of ``db`` to ``uri`` (index-value dispatch) while ``workload`` runs, until its checkpoint
+    covers it; returns the changefeed's config file (the consumer reads it too)."""
+    cfg = tmp_path / "cf.toml"
+    dispatcher = f'{{matcher = ["{db.name}.*"], partition = "index-value"}}'
+    cfg.write_text(f'[filter]\nrules = ["{db.name}.*"]\n\n[sink]\ndispatchers = [{dispatcher}]\n' + codec_toml)
+    server = SparkServer(tmp_path, mariadb.port or 0).start()
+    try:
+        created = server.cli("create", "--sink-uri", uri, "--changefeed-id", "cf", "--config", str(cfg))
+        assert created.returncode == 0, created.stderr + created.stdout
+        workload()
+        end = now_tso(db)
+        deadline = time.monotonic() + 240
+        while (state := server.changefeed("cf"))["checkpoint_ts"] < end:
+            assert state["state"] == "normal" and time.monotonic() < deadline, (state, server.tail())
+            time.sleep(0.3)
+    finally:
+        server.stop()
+    return cfg
+
+
 @pytest.mark.parametrize("flavour", sorted(FLAVOURS))
 def test_changefeed_kafka_consumer_check(
     flavour: str,
@@ -58,22 +81,7 @@ def test_changefeed_kafka_consumer_check(
             f"CREATE DATABASE `{db.name}`")  # fmt: skip
     topic = f"{db.name}-{flavour}"
     uri = f"kafka://{kafka_broker.bootstrap}/{topic}?{params}&partition-num=3"
-    cfg = tmp_path / "cf.toml"
-    dispatcher = f'{{matcher = ["{db.name}.*"], partition = "index-value"}}'
-    cfg.write_text(f'[filter]\nrules = ["{db.name}.*"]\n\n[sink]\ndispatchers = [{dispatcher}]\n' + codec_toml)
-    server = SparkServer(tmp_path, mariadb.port or 0).start()
-    try:
-        created = server.cli("create", "--sink-uri", uri, "--changefeed-id", "cf", "--config", str(cfg))
-        assert created.returncode == 0, created.stderr + created.stdout
-        db.execute(*SETUP)
-        db.execute(*WORKLOAD)
-        end = now_tso(db)
-        deadline = time.monotonic() + 240
-        while (state := server.changefeed("cf"))["checkpoint_ts"] < end:
-            assert state["state"] == "normal" and time.monotonic() < deadline, (state, server.tail())
-            time.sleep(0.3)
-    finally:
-        server.stop()
+    cfg = replicate_to_kafka(db, mariadb, tmp_path, uri, codec_toml, lambda: db.execute(*SETUP, *WORKLOAD))
     log = tmp_path / "consumer.log"
     consumer = subprocess.Popen(
         [CDC, "kafka-consumer", "--upstream-uri", uri, "--downstream-uri", mysql_uri(target.host, target.port),
@@ -110,26 +118,16 @@ def test_kill_9_of_the_consumer_during_apply_loses_and_repeats_nothing(
             f"CREATE DATABASE `{db.name}`")  # fmt: skip
     topic = f"{db.name}-kill"
     uri = f"kafka://{kafka_broker.bootstrap}/{topic}?protocol=simple&partition-num=3"
-    cfg = tmp_path / "cf.toml"
-    dispatcher = f'{{matcher = ["{db.name}.*"], partition = "index-value"}}'
-    cfg.write_text(f'[filter]\nrules = ["{db.name}.*"]\n\n[sink]\ndispatchers = [{dispatcher}]\n')
-    server = SparkServer(tmp_path, mariadb.port or 0).start()
-    try:
-        created = server.cli("create", "--sink-uri", uri, "--changefeed-id", "cf", "--config", str(cfg))
-        assert created.returncode == 0, created.stderr + created.stdout
+
+    def workload() -> None:
         db.execute("CREATE TABLE k (id INT PRIMARY KEY, n BIGINT, v VARCHAR(30))")
         for i in range(300):  # 600 transactions: 10 rows each, and an update of an earlier row
             values = ", ".join(f"({i * 10 + j}, {j}, 'r{i}')" for j in range(10))
             db.execute(f"INSERT INTO k VALUES {values}", f"UPDATE k SET n = n + 100 WHERE id = {i * 5}")
         db.execute("ALTER TABLE k ADD COLUMN extra INT DEFAULT 3", "UPDATE k SET extra = id % 7 WHERE id < 500",
                    "DELETE FROM k WHERE id % 11 = 0")  # fmt: skip
-        end = now_tso(db)
-        deadline = time.monotonic() + 240
-        while (state := server.changefeed("cf"))["checkpoint_ts"] < end:
-            assert state["state"] == "normal" and time.monotonic() < deadline, (state, server.tail())
-            time.sleep(0.3)
-    finally:
-        server.stop()
+
+    cfg = replicate_to_kafka(db, mariadb, tmp_path, uri, "", workload)
     log = tmp_path / "consumer.log"
     command = [CDC, "kafka-consumer", "--upstream-uri", uri, "--downstream-uri", mysql_uri(target.host, target.port),
                "--config", str(cfg), "--consumer-group-id", f"g-{topic}", "--log-file", str(log), "--quiet",
