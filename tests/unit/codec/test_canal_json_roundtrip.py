@@ -224,6 +224,8 @@ def test_every_line_is_the_message_and_valid_json(rows: list[RowChange]) -> None
     messages = CanalJsonMessageEncoder(now_ms=lambda: 9)
     lines = txn.split(b"\r\n")[:-1]
     assert lines == [messages.encode_row(r).value for r in rows]
+    batch = messages.encode_rows(rows)  # the Kafka sink's per-transaction path, when it applies
+    assert batch is None or [m.value for m in batch] == lines
     for line, row in zip(lines, rows):
         obj = orjson.loads(line)
         assert list(obj) == [
@@ -385,3 +387,15 @@ def test_transaction_loop_matches_row_at_a_time_path(
     )
     encoder = CanalJsonTxnEncoder(config, now_ms=lambda: 3)
     assert encoder.encode_txn(rows) == encoder.encode_rows(rows)
+
+
+def test_encode_rows_takes_the_compiled_path_and_leaves_oversized_rows_to_encode_row() -> None:
+    table = TableInfo("db", "t<&>", 1, (ColumnInfo("id", "int", nullable=False, primary_key=True, handle_key=True),
+                                         ColumnInfo("v", "varchar", length=9000)))  # fmt: skip
+    rows = [RowChange(7 << 18, table, RowOp.INSERT, None, (k, "a<b>&c\u2028" * k)) for k in range(1, 4)]
+    encoder = CanalJsonMessageEncoder(now_ms=lambda: 9)
+    batch = encoder.encode_rows(rows)
+    assert batch is not None and [m.value for m in batch] == [encoder.encode_row(r).value for r in rows]
+    small = CanalJsonMessageEncoder(CanalJsonConfig(max_message_bytes=400), now_ms=lambda: 9)
+    big = [*rows, RowChange(7 << 18, table, RowOp.INSERT, None, (9, "x" * 500))]
+    assert small.encode_rows(big) is None and small.encode_rows([]) == []

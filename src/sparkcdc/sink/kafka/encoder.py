@@ -65,10 +65,13 @@ class KafkaEncoder:
         fixed = generator.partition(rows[0], count).index if isinstance(generator, TablePartition) else None
         encode = self.codec.encode_row if self.config.large_message_handle_option == "none" else self._checked
         select = self.selectors.select if self.selectors.rules else None
+        batch = getattr(self.codec, "encode_rows", None) if select is None else None
+        messages: list[Message] | None = batch(rows) if batch is not None else None  # canal-json: per transaction
+        if messages is None:  # the partition is chosen from the full row, the message from the selected one
+            messages = [encode(row if select is None else select(row)) for row in rows]
         groups: dict[int, list[bytes]] = {}
-        for row in rows:
+        for row, message in zip(rows, messages, strict=True):
             partition = fixed if fixed is not None else generator.partition(row, count).index
-            message: Message = encode(row if select is None else select(row))  # the partition used the full row
             groups.setdefault(partition, []).append(message.value)
         for partition, values in groups.items():
             yield Payload(route_of(topic, partition), rows[0].physical_table_id, len(values),
