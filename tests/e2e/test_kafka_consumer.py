@@ -132,15 +132,26 @@ def test_kill_9_of_the_consumer_during_apply_loses_and_repeats_nothing(
     command = [CDC, "kafka-consumer", "--upstream-uri", uri, "--downstream-uri", mysql_uri(target.host, target.port),
                "--config", str(cfg), "--consumer-group-id", f"g-{topic}", "--log-file", str(log), "--quiet",
                "--batch-rows", "5"]  # fmt: skip
-    applied: list[tuple[Any, ...]] = []  # (rows, SUM(n)) downstream after each kill
-    for kill in range(5):
+    with db.conn.cursor() as cur:
+        cur.execute("SELECT COUNT(*), SUM(n) FROM k")
+        final = tuple(cur.fetchone())
+
+    def downstream() -> tuple[Any, ...]:
+        """(rows, SUM(n)) of the downstream table, () before it exists."""
+        if not run_sql(target, f"SHOW TABLES FROM `{db.name}`"):
+            return ()
+        return tuple(run_sql(target, f"SELECT COUNT(*), SUM(n) FROM `{db.name}`.k")[0])
+
+    applied: list[tuple[Any, ...]] = []  # downstream after each kill
+    for _ in range(5):
         consumer = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=server_env())
-        time.sleep(0.8 + kill * 0.3)
+        deadline = time.monotonic() + 30
+        while downstream() in ((), *applied[-1:]) and applied[-1:] != [final] and time.monotonic() < deadline:
+            time.sleep(0.01)  # until it has applied something since the last kill (or there is nothing left)
         assert consumer.poll() is None, (consumer.communicate(), log.read_text()[-2000:])
         consumer.kill()
         consumer.wait(30)
-        tables = run_sql(target, f"SHOW TABLES FROM `{db.name}`")
-        applied.append(tuple(run_sql(target, f"SELECT COUNT(*), SUM(n) FROM `{db.name}`.k")[0]) if tables else ())
+        applied.append(downstream())
     consumer = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                                 env=server_env())  # fmt: skip
     up = db.server.connect_kwargs()
@@ -154,6 +165,6 @@ def test_kill_9_of_the_consumer_during_apply_loses_and_repeats_nothing(
         consumer.send_signal(signal.SIGTERM)
         _out, err = consumer.communicate(timeout=60)
     assert consumer.returncode == 0, err
-    final = tuple(run_sql(target, f"SELECT COUNT(*), SUM(n) FROM `{db.name}`.k")[0])
+    assert downstream() == final
     assert any(snap and snap != final for snap in applied), (applied, final)  # a kill landed mid-apply
     assert [t["target_rows"] for t in doc["tables"]] == [3000 - 273]
