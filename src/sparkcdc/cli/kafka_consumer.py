@@ -31,6 +31,8 @@ log = logging.getLogger(__name__)
               help="Session time zone for TIMESTAMP values: System, UTC or +HH:MM (the producer's --tz).")  # fmt: skip
 @click.option("--batch-rows", type=click.IntRange(1, 1_000_000), default=20000, show_default=True,
               help="Rows per downstream transaction (cut only between upstream transactions).")  # fmt: skip
+@click.option("--workers", type=click.IntRange(1, 64), default=4, show_default=True,
+              help="Tables applied in parallel (one downstream connection each).")  # fmt: skip
 @click.option("--quiet", is_flag=True, default=False, help="No progress line on the terminal.")
 def kafka_consumer(
     upstream_uri: str,
@@ -41,6 +43,7 @@ def kafka_consumer(
     log_level: str,
     timezone: str,
     batch_rows: int,
+    workers: int,
     quiet: bool,
 ) -> None:
     """Apply a TiCDC Kafka topic (canal-json with enable-tidb-extension, simple JSON or Avro) to a MySQL-compatible
@@ -55,7 +58,7 @@ def kafka_consumer(
 
     setup_logging(log_file, log_level)
     config = KafkaConsumerConfig.from_uri(upstream_uri, load_toml(config_path), group_id, changefeed=group_id,
-                                          time_zone=timezone, batch_rows=batch_rows)  # fmt: skip
+                                          time_zone=timezone, batch_rows=batch_rows, workers=workers)  # fmt: skip
     target = MysqlTarget.parse(downstream_uri)
     target.connect().close()  # fail at once on an unreachable downstream or a wrong password
     log.info("kafka consumer starting upstream=%s downstream=%s protocol=%s", config.source.uri.masked(), target,

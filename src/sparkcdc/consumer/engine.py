@@ -1,91 +1,276 @@
-"""The apply engine for ordered sources: steps of rows in commit-ts order and DDL barriers, applied to a MySQL
-downstream effectively once.
+"""The apply engine shared by every consumer source (storage tree, Kafka topic): steps applied to a MySQL
+downstream in order, effectively once.
 
-A source (the Kafka source) hands over :class:`~sparkcdc.consumer.kafka_order.Step` s: either every row with
-commit-ts <= ``upto`` that was not applied yet, in commit-ts order, or one DDL whose earlier rows were all applied.
-Per table the downstream checkpoint row (``sparkcdc_consumer.checkpoint``, partition ``ORDERED_PARTITION``) holds
-the largest applied commit-ts and is written in the same transaction as the rows; the table's DDL stream (partition
-``DDL_PARTITION``, as the storage consumer's) holds the last DDL run. So a row at or below its table's checkpoint,
-or a DDL at or below the DDL stream's, is a replay of at-least-once delivery and is skipped. A transaction is
-never split over two downstream transactions, so a crash leaves each table exactly at a transaction boundary.
+A source turns what it reads into :data:`Step` s and hands them over in order:
+
+* a :class:`RowsStep` holds, per *stream*, batches of rows; streams are independent (different tables, or
+  different partitions of one storage table), so the engine applies them in parallel, one downstream connection
+  per worker, and each stream's batches in order. A batch is ONE downstream transaction together with its
+  ``position``: the stream's checkpoint row after it (``sparkcdc_consumer.checkpoint``; what a position means
+  is the source's business: a storage file position, or just a commit-ts). So a crash leaves every stream
+  exactly at a batch boundary and a source resumes from :attr:`ApplyEngine.checkpoints`.
+* a :class:`DdlStep` is a barrier: it runs after every earlier step is durable and before any later one, with
+  the table's DDL stream (partition ``DDL_PARTITION``) marking it pending, then done.
+
+Dedup against the downstream checkpoint is the engine's: a DDL at or below its table's DDL stream is skipped; a
+row is skipped when its commit-ts is below what its stream applied (a producer's at-least-once replay). Streams of
+*ordered* sources (partition ``ORDERED_PARTITION``) are only ever checkpointed between transactions, so there a row
+at the checkpoint's commit-ts is a replay too; storage streams may stop inside a transaction that spans files, and
+their sources resume by position, so an equal commit-ts is applied (statements are idempotent).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Iterator, Sequence
-from dataclasses import dataclass
+import threading
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
 
-from sparkcdc.consumer.kafka_order import Step
+from sparkcdc.consumer.downstream import MysqlTarget
 from sparkcdc.consumer.mysql_applier import DDL_PARTITION, Checkpoint, MysqlApplier
-from sparkcdc.model import DDLEvent, RowChange
+from sparkcdc.errors import SparkcdcError
+from sparkcdc.model import DDLAction, RowChange
 
 log = logging.getLogger(__name__)
 
 ORDERED_PARTITION = -2  # checkpoint rows of tables applied from an ordered source (storage streams use >= 0)
 DEFAULT_BATCH_ROWS = 20000
+StreamKey = tuple[str, str, int]
+
+_FORGETS_TABLES = frozenset({DDLAction.DROP_TABLE, DDLAction.RENAME_TABLE, DDLAction.RENAME_TABLES,
+                             DDLAction.DROP_SCHEMA})  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Batch:
+    """Rows of one stream, in commit order, applied in one downstream transaction with ``position``.
+
+    ``create`` gives the statements that create the table when it is missing downstream (a table the changefeed
+    started after); it is called only then. ``files``: source files this batch finishes (progress only)."""
+
+    rows: Sequence[RowChange]
+    position: Checkpoint
+    create: Callable[[], Sequence[str]] | None = None
+    files: int = 0
+
+
+@dataclass(frozen=True)
+class RowsStep:
+    """Every stream's rows that may be applied now; afterwards every row with commit-ts <= ``upto`` is applied."""
+
+    streams: Mapping[StreamKey, Iterable[Batch]]
+    upto: int
+
+
+@dataclass(frozen=True)
+class DdlStep:
+    """One DDL, run after every earlier step. ``version`` is its commit-ts (TableVersion); ``source`` names where it
+    came from in errors (a schema file)."""
+
+    schema: str
+    table: str
+    query: str
+    action: int
+    version: int
+    source: str = ""
+
+
+Step = RowsStep | DdlStep
 
 
 @dataclass
 class EngineStats:
+    """Counters for progress lines and tests; updated under ``lock`` by the worker threads."""
+
     rows_applied: int = 0
     upserts: int = 0
     deletes: int = 0
     replayed_skipped: int = 0
+    files: int = 0
     ddls_executed: int = 0
     ddls_skipped: int = 0
     applied_ts: int = 0
+    lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
 
 class ApplyEngine:
-    """Applies steps through one downstream connection. Raises SparkcdcError from :meth:`apply` (``retryable``
-    for connection loss, deadlocks); after an error the step may be applied again."""
+    """Applies steps through ``workers`` downstream connections. Raises SparkcdcError from :meth:`apply`
+    (``retryable`` for connection loss, deadlocks); after an error the source resumes from :attr:`checkpoints`."""
 
-    def __init__(self, applier: MysqlApplier, *, batch_rows: int = DEFAULT_BATCH_ROWS) -> None:
-        self.applier = applier
-        self.batch_rows = max(1, batch_rows)
-        self.stats = EngineStats()
-        self._checkpoints = {
-            key: cp for key, cp in applier.load_checkpoints().items() if key[2] in (ORDERED_PARTITION, DDL_PARTITION)
-        }
+    def __init__(
+        self,
+        target: MysqlTarget,
+        *,
+        changefeed: str = "default",
+        time_zone: str | None = None,
+        workers: int = 1,
+        stats: EngineStats | None = None,
+        on_progress: Callable[[], None] | None = None,
+    ) -> None:
+        self.target = target
+        self.changefeed = changefeed
+        self.time_zone = time_zone
+        self.workers = max(1, workers)
+        self.stats = stats if stats is not None else EngineStats()
+        self.on_progress = on_progress
+        self._local = threading.local()
+        self._appliers: list[MysqlApplier] = []
+        self._appliers_lock = threading.Lock()
+        self._known_tables: set[tuple[str, str]] = set()
+        self._main = self._new_applier()
+        self.checkpoints: dict[StreamKey, Checkpoint] = {}
+        self.reload()
+
+    def _new_applier(self) -> MysqlApplier:
+        a = MysqlApplier(self.target, changefeed=self.changefeed, time_zone=self.time_zone)
+        with self._appliers_lock:
+            self._appliers.append(a)
+        return a
+
+    def _applier(self) -> MysqlApplier:
+        a: MysqlApplier | None = getattr(self._local, "applier", None)
+        if a is None:
+            a = self._new_applier()
+            self._local.applier = a
+        return a
+
+    def reload(self) -> None:
+        """Read every stream's checkpoint of this changefeed from the downstream."""
+        self.checkpoints = self._main.load_checkpoints()
+
+    def ddl_version(self, schema: str, table: str) -> int:
+        """The version of the table's last DDL that ran (0: none)."""
+        cp = self.checkpoints.get((schema, table, DDL_PARTITION))
+        return cp.table_version if cp is not None else 0
+
+    def close(self) -> None:
+        with self._appliers_lock:
+            for a in self._appliers:
+                a.close()
+            self._appliers.clear()
 
     def apply(self, step: Step) -> None:
-        if step.ddl is not None:
-            self._ddl(step.ddl)
+        if isinstance(step, DdlStep):
+            self._ddl(step)
+            upto = step.version
         else:
-            self._rows(step.rows)
-        self.stats.applied_ts = max(self.stats.applied_ts, step.upto)
+            self._streams(step.streams)
+            upto = step.upto
+        with self.stats.lock:
+            self.stats.applied_ts = max(self.stats.applied_ts, upto)
+        self._notify()
 
-    def _rows(self, rows: Sequence[RowChange]) -> None:
-        tables: dict[tuple[str, str], list[RowChange]] = {}
-        for r in rows:
-            tables.setdefault((r.table.schema, r.table.table), []).append(r)
-        for (schema, table), changes in tables.items():
-            key = (schema, table, ORDERED_PARTITION)
-            done = self._checkpoints[key].commit_ts if key in self._checkpoints else 0
-            fresh = [r for r in changes if r.commit_ts > done]
-            self.stats.replayed_skipped += len(changes) - len(fresh)
-            for batch in _batches(fresh, self.batch_rows):
-                cp = Checkpoint(schema, table, ORDERED_PARTITION, commit_ts=batch[-1].commit_ts)
-                applied = self.applier.apply(batch, cp)
-                self._checkpoints[key] = cp
+    # -- rows ---------------------------------------------------------------------------------------
+    def _streams(self, streams: Mapping[StreamKey, Iterable[Batch]]) -> None:
+        keys = sorted(streams)
+        if self.workers == 1 or len(keys) <= 1:
+            for k in keys:
+                self._stream(k, streams[k])
+            return
+        with ThreadPoolExecutor(max_workers=min(self.workers, len(keys)), thread_name_prefix="apply") as pool:
+            futures = [pool.submit(self._stream, k, streams[k]) for k in keys]
+            errors = [e for e in (f.exception() for f in futures) if e is not None]
+        if errors:
+            raise errors[0]
+
+    def _stream(self, key: StreamKey, batches: Iterable[Batch]) -> None:
+        applier = self._applier()
+        for batch in batches:
+            cp = self.checkpoints.get(key)
+            ordered = key[2] == ORDERED_PARTITION
+            rows, skipped = _fresh(batch.rows, cp.commit_ts if cp is not None else 0, ordered)
+            if ordered and not rows:  # all replayed: its position is not ahead of the checkpoint
+                with self.stats.lock:
+                    self.stats.replayed_skipped += skipped
+                continue
+            if batch.create is not None and batch.rows:
+                self._ensure_table(applier, key[0], key[1], batch.create)
+            applied = applier.apply(rows, batch.position)
+            self.checkpoints[key] = batch.position
+            if skipped:
+                log.warning("skipped %d replayed rows with commit-ts below the applied checkpoint %d in %s.%s "
+                            "(stream %d)", skipped, cp.commit_ts if cp else 0, *key)  # fmt: skip
+            with self.stats.lock:
                 self.stats.rows_applied += applied.rows_in
                 self.stats.upserts += applied.upserts
                 self.stats.deletes += applied.deletes
+                self.stats.replayed_skipped += skipped
+                self.stats.files += batch.files
+            self._notify()
 
-    def _ddl(self, ddl: DDLEvent) -> None:
-        key = (ddl.schema, ddl.table, DDL_PARTITION)
-        current = self._checkpoints.get(key)
-        if current is not None and current.table_version >= ddl.commit_ts and not current.pending_version:
-            self.stats.ddls_skipped += 1
+    def _ensure_table(self, applier: MysqlApplier, schema: str, table: str,
+                      create: Callable[[], Sequence[str]]) -> None:  # fmt: skip
+        if (schema, table) in self._known_tables:
             return
-        replay = current is not None and current.pending_version == ddl.commit_ts
-        cp = Checkpoint(ddl.schema, ddl.table, DDL_PARTITION, table_version=ddl.commit_ts)
-        if self.applier.execute_ddl(ddl.schema, ddl.query, int(ddl.action), cp, replay=replay):
-            self.stats.ddls_executed += 1
-        else:
-            self.stats.ddls_skipped += 1
-        self._checkpoints[key] = cp
+        if not applier.table_exists(schema, table):
+            for sql in create():
+                applier.execute(sql)
+        self._known_tables.add((schema, table))
+
+    # -- DDL ----------------------------------------------------------------------------------------
+    def _ddl(self, step: DdlStep) -> None:
+        key = (step.schema, step.table, DDL_PARTITION)
+        current = self.checkpoints.get(key)
+        if current is not None and current.table_version >= step.version and not current.pending_version:
+            with self.stats.lock:
+                self.stats.ddls_skipped += 1
+            return
+        replay = current is not None and current.pending_version == step.version
+        cp = Checkpoint(step.schema, step.table, DDL_PARTITION, step.version, commit_ts=step.version)
+        log.info("executing DDL version=%d schema=%s table=%s: %s", step.version, step.schema, step.table,
+                 step.query)  # fmt: skip
+        try:
+            executed = self._main.execute_ddl(step.schema, step.query, step.action, cp, replay=replay)
+        except SparkcdcError as e:
+            if not step.source:
+                raise
+            raise type(e)(f"{step.source}: {e.message}", code=e.code, retryable=e.retryable) from None
+        self.checkpoints[key] = cp
+        with self.stats.lock:
+            if executed:
+                self.stats.ddls_executed += 1
+            else:
+                self.stats.ddls_skipped += 1
+        if step.action in _FORGETS_TABLES:
+            self._known_tables.clear()
+
+    def _notify(self) -> None:
+        if self.on_progress is not None:
+            self.on_progress()
+
+
+def _fresh(rows: Sequence[RowChange], applied: int, inclusive: bool) -> tuple[Sequence[RowChange], int]:
+    """``rows`` without replays, and how many were dropped (see the module docstring). A row without a commit-ts
+    (CSV without include-commit-ts) is never a replay by commit-ts."""
+    if inclusive:
+        kept = [r for r in rows if r.commit_ts > applied]
+        return kept, len(rows) - len(kept)
+    out: list[RowChange] = []
+    high = applied
+    for r in rows:
+        ts = r.commit_ts
+        if ts and ts < high:
+            continue
+        out.append(r)
+        high = max(high, ts)
+    return (rows, 0) if len(out) == len(rows) else (out, len(rows) - len(out))
+
+
+def ordered_step(rows: Sequence[RowChange], upto: int, batch_rows: int = DEFAULT_BATCH_ROWS) -> RowsStep:
+    """The step of an ordered source's released rows (commit-ts order): one stream per table, batches of about
+    ``batch_rows`` rows cut only between transactions, each checkpointed at its last commit-ts."""
+    tables: dict[tuple[str, str], list[RowChange]] = {}
+    for r in rows:
+        tables.setdefault((r.table.schema, r.table.table), []).append(r)
+    streams = {
+        (schema, table, ORDERED_PARTITION): [
+            Batch(b, Checkpoint(schema, table, ORDERED_PARTITION, commit_ts=b[-1].commit_ts))
+            for b in _batches(changes, max(1, batch_rows))
+        ]
+        for (schema, table), changes in tables.items()
+    }
+    return RowsStep(streams, upto)
 
 
 def _batches(rows: Sequence[RowChange], size: int) -> Iterator[Sequence[RowChange]]:

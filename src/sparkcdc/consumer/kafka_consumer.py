@@ -23,9 +23,8 @@ from typing import Any
 
 from sparkcdc.codec.base import Message
 from sparkcdc.consumer.downstream import MysqlTarget
-from sparkcdc.consumer.engine import ApplyEngine, EngineStats
-from sparkcdc.consumer.kafka_order import PartitionOrder
-from sparkcdc.consumer.mysql_applier import MysqlApplier
+from sparkcdc.consumer.engine import ApplyEngine, DdlStep, EngineStats, RowsStep, ordered_step
+from sparkcdc.consumer.kafka_order import PartitionOrder, Step
 from sparkcdc.errors import ConfigError, CorruptDataError, DecodeError, KafkaError
 from sparkcdc.model.events import Event
 from sparkcdc.sink.kafka.config import KafkaSinkConfig
@@ -46,6 +45,7 @@ class KafkaConsumerConfig:
     changefeed: str = "default"
     time_zone: str | None = None
     batch_rows: int = 20000
+    workers: int = 4
 
     @classmethod
     def from_uri(cls, uri: str, toml: Mapping[str, Any], group_id: str, **kw: Any) -> KafkaConsumerConfig:
@@ -90,7 +90,7 @@ class KafkaConsumer:
         self.stats = EngineStats()
         self._decoders: dict[int, Any] = {}
         self._consumer: Any = None
-        self._applier: MysqlApplier | None = None
+        self._engine: ApplyEngine | None = None
 
     def _connect(self) -> tuple[Any, list[int], dict[int, int]]:
         from confluent_kafka import Consumer, KafkaException, TopicPartition
@@ -123,9 +123,8 @@ class KafkaConsumer:
 
         consumer, partitions, committed = self._connect()
         self._consumer = consumer
-        applier = self._applier = MysqlApplier(self.target, changefeed=self.config.changefeed,
-                                               time_zone=self.config.time_zone)  # fmt: skip
-        engine = ApplyEngine(applier, batch_rows=self.config.batch_rows)
+        engine = self._engine = ApplyEngine(self.target, changefeed=self.config.changefeed,
+                                            time_zone=self.config.time_zone, workers=self.config.workers)  # fmt: skip
         self.stats = engine.stats
         mid_stream = not committed and self.config.source.protocol == "simple"
         decoders = self._decoders = {p: self.config.decoder(mid_stream=mid_stream) for p in partitions}
@@ -161,10 +160,16 @@ class KafkaConsumer:
         from confluent_kafka import TopicPartition
 
         while (step := order.next_step()) is not None:
-            engine.apply(step)
+            engine.apply(self._engine_step(step))
             if step.offsets:
                 self._consumer.commit(offsets=[TopicPartition(self.topic, p, o) for p, o in step.offsets.items()],
                                       asynchronous=False)  # fmt: skip
+
+    def _engine_step(self, step: Step) -> RowsStep | DdlStep:
+        ddl = step.ddl
+        if ddl is None:
+            return ordered_step(step.rows, step.upto, self.config.batch_rows)
+        return DdlStep(ddl.schema, ddl.table, ddl.query, int(ddl.action), ddl.commit_ts)
 
     @property
     def dropped(self) -> int:
@@ -190,6 +195,6 @@ class KafkaConsumer:
         if self._consumer is not None:
             self._consumer.close()
             self._consumer = None
-        if self._applier is not None:
-            self._applier.close()
-            self._applier = None
+        if self._engine is not None:
+            self._engine.close()
+            self._engine = None
