@@ -3,14 +3,17 @@
 Every message is keyless (TiCDC's simple encoder sets no key). ``buildTs`` comes from an injectable clock
 (milliseconds) so output is reproducible in tests. The encoder encodes rows as given: splitting key-changing
 UPDATEs into DELETE+INSERT (unless ``output-raw-change-event``) is the sink's job
-(``model.events.split_key_updates``), as is scheduling BOOTSTRAP messages (see ``bootstrap.py``).
+(``model.events.split_key_updates``), as is scheduling BOOTSTRAP messages (see ``bootstrap.py``). The Kafka sink
+encodes a transaction's rows of one table at once with ``encode_rows`` (generated per-table code, ``compiled.py``).
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any, Final
+
+import orjson
 
 from sparkcdc.codec.base import Message
 from sparkcdc.codec.large_message import (
@@ -26,9 +29,17 @@ from sparkcdc.errors import EncodeError
 from sparkcdc.model import DDLEvent, RowChange, TableInfo
 from sparkcdc.model.ddl_action import protocol_ddl_type
 
-from . import avro_schema, table_schema
+from . import avro_schema, compiled, table_schema
 from .config import SimpleConfig
-from .message import BOOTSTRAP, PROTOCOL_VERSION, WATERMARK, Checksum, clean_text, go_json_dumps
+from .message import (
+    BOOTSTRAP,
+    PROTOCOL_VERSION,
+    WATERMARK,
+    Checksum,
+    clean_text,
+    go_html_escape,
+    go_json_dumps,
+)
 from .values import EncodePlan, encode_plan
 
 __all__ = ["ClaimCheckFile", "EncodedRow", "SimpleEncoder", "claim_check_envelope", "from_options"]
@@ -61,6 +72,7 @@ class SimpleEncoder:
         self._new_uuid = new_uuid
         self._plans: dict[int, EncodePlan] = {}
         self._schemas: dict[int, tuple[TableInfo, dict[str, Any]]] = {}
+        self._images: dict[int, tuple[TableInfo, Callable[[Any], Any] | None]] = {}
 
     # --- MessageEncoder -------------------------------------------------------------------------------
 
@@ -78,6 +90,111 @@ class SimpleEncoder:
                 "use SimpleEncoder.encode_row_checked to obtain and write it"
             )
         return encoded.message
+
+    def encode_rows(self, rows: Sequence[RowChange]) -> list[Message] | None:
+        """The DML messages of one table's rows of one transaction at once, byte-identical to ``encode_row`` of
+        each row with the same ``buildTs`` (the clock is read once per call).
+
+        Per-table work (the generated image function) and per-(tableID, type, commitTs) work (the message head up
+        to ``schemaVersion``) are done once; JSON images are serialized with one orjson call and split at their
+        boundaries, Avro messages are written as bytes directly. None when this path does not apply: a row of
+        another table, a value the generated code does not take (a wrong class, text that is not UTF-8, an int
+        beyond 64 bits) or a message above max-message-bytes; encode row by row then, which handles or refuses
+        it (any large-message handling included: rows that fit are sent as they are either way).
+        """
+        if not rows:
+            return []
+        table = rows[0].table
+        image = self._compiled(table)
+        if image is None:
+            return None
+        build_ts = self._clock()
+        try:
+            values = (self._avro_values if self._avro else self._json_values)(rows, table, image, build_ts)
+        except (*compiled.ERRORS, EncodeError, orjson.JSONEncodeError):
+            return None
+        if values is None:
+            return None
+        limit = self.config.max_message_bytes - MAX_RECORD_OVERHEAD
+        if max(map(len, values)) > limit:
+            return None
+        return [Message(None, v) for v in values]
+
+    def _heads(self, table: TableInfo, build_ts: int, cut: int) -> Callable[[RowChange], bytes]:
+        """The message bytes of a row up to its images (``cut`` bytes of an image-less message dropped), made
+        by the generic path once per (tableID, type, commitTs)."""
+        heads: dict[tuple[int, str, int], bytes] = {}
+
+        def head(row: RowChange) -> bytes:
+            table_id = row.physical_table_id or table.table_id
+            op = row.op.value
+            key = (table_id, op, row.commit_ts)
+            value = heads.get(key)
+            if value is None:
+                value = heads[key] = self._dml_value(table, table_id, op, row.commit_ts, build_ts, None, None)[:-cut]
+            return value
+
+        return head
+
+    def _json_values(
+        self, rows: Sequence[RowChange], table: TableInfo, image: Callable[[Any], Any], build_ts: int
+    ) -> list[bytes] | None:
+        head = self._heads(table, build_ts, 1)  # "}"
+        images: list[dict[str, Any]] = []
+        add = images.append
+        shapes: list[tuple[bytes, bytes | None]] = []  # (head through the first image's '{"', between the two)
+        shape: tuple[bytes, bytes | None] = (b"", None)
+        last: RowChange | None = None
+        for row in rows:
+            if row.table is not table:
+                return None
+            if last is None or row.commit_ts != last.commit_ts or row.op is not last.op or (
+                row.physical_table_id != last.physical_table_id
+            ):  # fmt: skip
+                h = head(row)  # the type fixes which images there are (RowChange checks)
+                if row.after is None:
+                    shape = (h + b',"old":{"', None)
+                elif row.before is None:
+                    shape = (h + b',"data":{"', None)
+                else:
+                    shape = (h + b',"data":{"', b'},"old":{"')
+                last = row
+            if row.after is not None:
+                add(image(row.after))
+            if row.before is not None:
+                add(image(row.before))
+            shapes.append(shape)
+        # [{"k":v,...},{"k":v,...}] -> the images' bodies between '{"' and '}'. '},{"' occurs only between two
+        # images: inside a string '"' is escaped, and an image holds no array (a TIMESTAMP object is followed by
+        # ',"' or its image's '}').
+        parts = go_html_escape(orjson.dumps(images))[3:-2].split(b'},{"')
+        if len(parts) != len(images):
+            return None
+        it = iter(parts)
+        return [
+            pre + next(it) + b"}}" if mid is None else b"".join((pre, next(it), mid, next(it), b"}}"))
+            for pre, mid in shapes
+        ]
+
+    def _avro_values(
+        self, rows: Sequence[RowChange], table: TableInfo, image: Callable[[Any], Any], build_ts: int
+    ) -> list[bytes] | None:
+        head = self._heads(table, build_ts, 2)  # data and old: the null branch
+        out: list[bytes] = []
+        add = out.append
+        h = b""
+        last: RowChange | None = None
+        for row in rows:
+            if row.table is not table:
+                return None
+            if last is None or row.commit_ts != last.commit_ts or row.op is not last.op or (
+                row.physical_table_id != last.physical_table_id
+            ):  # fmt: skip
+                h = head(row)
+                last = row
+            after, before = row.after, row.before
+            add(h + (b"\x00" if after is None else image(after)) + (b"\x00" if before is None else image(before)))
+        return out
 
     def encode_row_checked(self, row: RowChange, value: bytes | None = None) -> EncodedRow:
         """The DML message plus, for claim-check, the file holding the full original message.
@@ -187,15 +304,32 @@ class SimpleEncoder:
             raise EncodeError(f"simple: row of {table.qualified_name} has a value of the wrong type: {e}") from e
         if checksum is not None and not self.config.enable_row_checksum:
             checksum = None
-        build_ts = self._clock()
+        return self._dml_value(
+            table, table_id, row.op.value, row.commit_ts, self._clock(), data, old, handle_key_only,
+            claim_check_location, checksum,
+        )  # fmt: skip
+
+    def _dml_value(
+        self,
+        table: TableInfo,
+        table_id: int,
+        op: str,
+        commit_ts: int,
+        build_ts: int,
+        data: dict[str, Any] | None,
+        old: dict[str, Any] | None,
+        handle_key_only: bool = False,
+        claim_check_location: str = "",
+        checksum: Checksum | None = None,
+    ) -> bytes:
         if self._avro:
             body: dict[str, Any] = {
                 "version": PROTOCOL_VERSION,
                 "database": table.schema,
                 "table": table.table,
                 "tableID": table_id,
-                "type": row.op.value,
-                "commitTs": table_schema.to_int64(row.commit_ts),
+                "type": op,
+                "commitTs": table_schema.to_int64(commit_ts),
                 "buildTs": build_ts,
                 "schemaVersion": table_schema.to_int64(table.version),
                 "claimCheckLocation": claim_check_location or None,
@@ -213,8 +347,8 @@ class SimpleEncoder:
             msg["table"] = table.table
         if table_id:
             msg["tableID"] = table_id
-        msg["type"] = row.op.value
-        msg["commitTs"] = row.commit_ts
+        msg["type"] = op
+        msg["commitTs"] = commit_ts
         msg["buildTs"] = build_ts
         if table.version:
             msg["schemaVersion"] = table.version
@@ -247,6 +381,22 @@ class SimpleEncoder:
             plan = encode_plan(table, avro=self._avro, location=self.config.time_zone)
             self._plans[id(table)] = plan
         return plan
+
+    def _compiled(self, table: TableInfo) -> Callable[[Any], Any] | None:
+        """The table's generated image function (``compiled.py``); None when it has none (no columns, or names
+        that are not UTF-8)."""
+        cached = self._images.get(id(table))
+        if cached is None or cached[0] is not table:
+            if len(self._images) >= _CACHE_LIMIT:
+                self._images.clear()
+            make = compiled.compile_avro_image if self._avro else compiled.compile_json_image
+            try:
+                image = make(table, self._plan(table), self.config.time_zone)
+            except UnicodeEncodeError:
+                image = None
+            cached = (table, image)
+            self._images[id(table)] = cached
+        return cached[1]
 
     def _schema_json(self, table: TableInfo) -> dict[str, Any]:
         cached = self._schemas.get(id(table))

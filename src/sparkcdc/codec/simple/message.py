@@ -132,6 +132,12 @@ def go_json_dumps(obj: Any) -> bytes:
             out = orjson.dumps(_replace_surrogates(obj))
         except orjson.JSONEncodeError as e2:
             raise EncodeError(f"simple: cannot encode message as JSON: {e2}") from e2
+    return go_html_escape(out)
+
+
+def go_html_escape(out: bytes) -> bytes:
+    """orjson output with Go's escapes of ``< > &`` and U+2028/U+2029 (they occur only inside strings, so any
+    span of orjson output, several messages included, can be escaped at once)."""
     if (
         b"<" in out
         or b">" in out

@@ -96,6 +96,11 @@ def float32_text(value: float) -> str:
     return go_float_f(value, 32)
 
 
+def decimal_text(value: Any) -> str:
+    """A DECIMAL value's wire text: the model's ``Decimal`` positionally, text as it is."""
+    return value if isinstance(value, str) else format(value, "f")
+
+
 def _json_encoder(kind: str, location: str) -> Callable[[Any], Any]:
     if kind in ("int", "uint", "u64"):
         return str
@@ -104,7 +109,7 @@ def _json_encoder(kind: str, location: str) -> Callable[[Any], Any]:
     if kind == "f64":
         return float64_text
     if kind == "dec":
-        return lambda v: v if isinstance(v, str) else format(v, "f")
+        return decimal_text
     if kind == "ts":
         return lambda v: {"location": location, "value": v}
     if kind == "bin":
@@ -124,7 +129,7 @@ def _avro_encoder(kind: str, location: str) -> Callable[[Any], Any]:
     if kind == "f64":
         return lambda v: ("double", v)
     if kind == "dec":
-        return lambda v: ("string", v if isinstance(v, str) else format(v, "f"))
+        return lambda v: ("string", decimal_text(v))
     if kind == "ts":
         return lambda v: (AVRO_TIMESTAMP, {"location": location, "value": v})
     if kind == "bin":
