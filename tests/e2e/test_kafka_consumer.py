@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from sparkcdc.consumer.downstream import MysqlTarget
-from sparkcdc.devtools.kafka import KafkaBroker
+from sparkcdc.devtools.kafka import KafkaBroker, read_topic
 from sparkcdc.devtools.mariadb import MariaDB
 from tests.e2e.test_consumer_changefeed import CDC, SETUP, WORKLOAD
 from tests.fixtures.mariadb import FreshDatabase
@@ -45,9 +45,10 @@ def check(up: dict[str, Any], target: MysqlTarget, db: str) -> dict[str, Any]:  
 
 
 def replicate_to_kafka(db: FreshDatabase, mariadb: MariaDB, tmp_path: Path, uri: str, codec_toml: str,
-                       workload: Callable[[], None]) -> Path:  # fmt: skip
+                       workload: Callable[[Callable[[], None]], None]) -> Path:  # fmt: skip
     """A changefeed of ``db`` to ``uri`` (index-value dispatch) while ``workload`` runs, until its checkpoint
-    covers it; returns the changefeed's config file (the consumer reads it too)."""
+    covers it; returns the changefeed's config file (the consumer reads it too). ``workload`` gets a function that
+    waits until the changefeed's checkpoint covers everything committed upstream so far."""
     cfg = tmp_path / "cf.toml"
     dispatcher = f'{{matcher = ["{db.name}.*"], partition = "index-value"}}'
     cfg.write_text(f'[filter]\nrules = ["{db.name}.*"]\n\n[sink]\ndispatchers = [{dispatcher}]\n' + codec_toml)
@@ -55,12 +56,16 @@ def replicate_to_kafka(db: FreshDatabase, mariadb: MariaDB, tmp_path: Path, uri:
     try:
         created = server.cli("create", "--sink-uri", uri, "--changefeed-id", "cf", "--config", str(cfg))
         assert created.returncode == 0, created.stderr + created.stdout
-        workload()
-        end = now_tso(db)
-        deadline = time.monotonic() + 240
-        while (state := server.changefeed("cf"))["checkpoint_ts"] < end:
-            assert state["state"] == "normal" and time.monotonic() < deadline, (state, server.tail())
-            time.sleep(0.3)
+
+        def caught_up() -> None:
+            end = now_tso(db)
+            deadline = time.monotonic() + 240
+            while (state := server.changefeed("cf"))["checkpoint_ts"] < end:
+                assert state["state"] == "normal" and time.monotonic() < deadline, (state, server.tail())
+                time.sleep(0.3)
+
+        workload(caught_up)
+        caught_up()
     finally:
         server.stop()
     return cfg
@@ -81,7 +86,7 @@ def test_changefeed_kafka_consumer_check(
             f"CREATE DATABASE `{db.name}`")  # fmt: skip
     topic = f"{db.name}-{flavour}"
     uri = f"kafka://{kafka_broker.bootstrap}/{topic}?{params}&partition-num=3"
-    cfg = replicate_to_kafka(db, mariadb, tmp_path, uri, codec_toml, lambda: db.execute(*SETUP, *WORKLOAD))
+    cfg = replicate_to_kafka(db, mariadb, tmp_path, uri, codec_toml, lambda _: db.execute(*SETUP, *WORKLOAD))
     log = tmp_path / "consumer.log"
     consumer = subprocess.Popen(
         [CDC, "kafka-consumer", "--upstream-uri", uri, "--downstream-uri", mysql_uri(target.host, target.port),
@@ -119,7 +124,7 @@ def test_kill_9_of_the_consumer_during_apply_loses_and_repeats_nothing(
     topic = f"{db.name}-kill"
     uri = f"kafka://{kafka_broker.bootstrap}/{topic}?protocol=simple&partition-num=3"
 
-    def workload() -> None:
+    def workload(_: Callable[[], None]) -> None:
         db.execute("CREATE TABLE k (id INT PRIMARY KEY, n BIGINT, v VARCHAR(30))")
         for i in range(300):  # 600 transactions: 10 rows each, and an update of an earlier row
             values = ", ".join(f"({i * 10 + j}, {j}, 'r{i}')" for j in range(10))
@@ -168,3 +173,110 @@ def test_kill_9_of_the_consumer_during_apply_loses_and_repeats_nothing(
     assert downstream() == final
     assert any(snap and snap != final for snap in applied), (applied, final)  # a kill landed mid-apply
     assert [t["target_rows"] for t in doc["tables"]] == [3000 - 273]
+
+
+def test_a_consumer_joining_mid_stream_on_a_simple_topic_matches_upstream(
+    fresh_db: FreshDatabase,
+    mariadb: MariaDB,
+    kafka_broker: KafkaBroker,
+    target: MysqlTarget,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """The seed's second scenario on a real changefeed: the topic's head is gone (as after retention: the consumer
+    reads a copy of every partition from its first message written after a cut, the BOOTSTRAPs before that message
+    gone too) and the downstream was restored to the upstream at the cut. The rows the tail starts with cannot be
+    decoded yet: they are held, and applied once their schema arrives (``m``'s from the ADD COLUMN's pre-DDL schema,
+    ``n``'s from its next BOOTSTRAP), before the DDL and in commit order: ``cdc check`` matches, nothing dropped."""
+    db = fresh_db
+    run_sql(target, f"DROP DATABASE IF EXISTS `{db.name}`", "DROP DATABASE IF EXISTS sparkcdc_consumer",
+            f"CREATE DATABASE `{db.name}`")  # fmt: skip
+    topic, tail_topic = f"{db.name}-head", f"{db.name}-tail"
+    params = "protocol=simple&partition-num=3"
+    codec = "send-bootstrap-interval-in-sec = 1\n"  # continues the [sink] table
+
+    def workload(caught_up: Callable[[], None]) -> None:
+        db.execute("CREATE TABLE m (id INT PRIMARY KEY, v VARCHAR(30))",
+                   "CREATE TABLE n (id INT PRIMARY KEY, x BIGINT)")  # fmt: skip
+        for i in range(1, 41):
+            db.execute(f"INSERT INTO m VALUES ({i}, 'm{i}')", f"INSERT INTO n VALUES ({i}, {i * 10})")
+        caught_up()
+        restore(db, target, ("m", "n"))
+        for i in range(101, 111):  # before any BOOTSTRAP in the tail
+            db.execute(f"INSERT INTO m VALUES ({i}, 'm{i}')", f"INSERT INTO n VALUES ({i}, {i * 10})")
+        db.execute("ALTER TABLE m ADD COLUMN w INT DEFAULT 7", "UPDATE m SET v = CONCAT(v, '!') WHERE id > 100",
+                   "DELETE FROM m WHERE id = 5", "UPDATE n SET x = x + 1 WHERE id = 6")  # fmt: skip
+        time.sleep(1.5)  # n's next rows come after its BOOTSTRAP interval: a BOOTSTRAP of n precedes them
+        db.execute("INSERT INTO n VALUES (200, 2000)", "INSERT INTO m (id, v, w) VALUES (200, 'm200', 1)")
+
+    uri = f"kafka://{kafka_broker.bootstrap}/{topic}?{params}"
+    cfg = replicate_to_kafka(db, mariadb, tmp_path, uri, codec, workload)
+    held = copy_tail(kafka_broker.bootstrap, topic, tail_topic, after_cut)
+    assert held, "the tail must start with rows whose schema the consumer does not know yet"
+    log = tmp_path / "consumer.log"
+    tail_uri = f"kafka://{kafka_broker.bootstrap}/{tail_topic}?{params}"
+    consumer = subprocess.Popen(
+        [CDC, "kafka-consumer", "--upstream-uri", tail_uri, "--downstream-uri", mysql_uri(target.host, target.port),
+         "--config", str(cfg), "--consumer-group-id", f"g-{tail_topic}", "--log-file", str(log), "--quiet"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=server_env(),
+    )  # fmt: skip
+    up = db.server.connect_kwargs()
+    try:
+        deadline = time.monotonic() + 120
+        while not (doc := check(up, target, db.name)).get("match"):
+            assert consumer.poll() is None, (consumer.communicate(), log.read_text())
+            assert time.monotonic() < deadline, (doc, log.read_text()[-3000:])
+            time.sleep(1)
+    finally:
+        consumer.send_signal(signal.SIGTERM)
+        _out, err = consumer.communicate(timeout=60)
+    assert consumer.returncode == 0, err
+    text = log.read_text()
+    assert "joined mid-stream: dropped" not in text and "Traceback" not in text + err, text[-3000:]
+    assert {t["table"]: t["target_rows"] for t in doc["tables"]} == {"m": 50, "n": 51}
+
+
+def restore(db: FreshDatabase, target: MysqlTarget, tables: tuple[str, ...]) -> None:  # noqa: F811
+    """The downstream restored to the upstream's current content of ``tables`` (a backup taken at the cut)."""
+    conn = target.connect()
+    try:
+        with db.conn.cursor() as up, conn.cursor() as down:
+            for t in tables:
+                up.execute(f"SHOW CREATE TABLE `{t}`")
+                down.execute(f"USE `{db.name}`")
+                down.execute(up.fetchone()[1])
+                up.execute(f"SELECT * FROM `{t}`")
+                rows = up.fetchall()
+                marks = ", ".join(["%s"] * len(rows[0]))
+                down.executemany(f"INSERT INTO `{t}` VALUES ({marks})", rows)
+        conn.commit()
+    finally:
+        conn.close()
+
+
+def after_cut(message: dict[str, Any]) -> bool:
+    """Whether a message of the mid-stream test was written after its cut: the ALTER, or a row with an id above 100
+    (the CREATEs and rows 1..40 came before)."""
+    if message["type"] in ("INSERT", "UPDATE", "DELETE"):
+        return int((message.get("data") or message["old"])["id"]) > 100
+    return bool(message["type"] == "ALTER")
+
+
+def copy_tail(bootstrap: str, source: str, dest: str, first: Callable[[dict[str, Any]], bool]) -> int:
+    """Every partition of a simple JSON topic ``source`` from its ``first`` message on, byte for byte, into the same
+    partition of a new topic ``dest``. Returns on how many partitions the tail starts with a row."""
+    from confluent_kafka import Producer
+    from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
+
+    partitions = read_topic(bootstrap, source)
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    admin.create_topics([NewTopic(dest, len(partitions), 1)])[dest].result()
+    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True})
+    rows_first = 0
+    for p, messages in partitions.items():
+        docs = [json.loads(m.value) for m in messages]
+        start = next(i for i, doc in enumerate(docs) if first(doc))  # the DDL went to every partition
+        rows_first += docs[start]["type"] in ("INSERT", "UPDATE", "DELETE")
+        for m in messages[start:]:
+            producer.produce(dest, m.value, m.key, partition=p)
+    assert producer.flush(30) == 0
+    return rows_first

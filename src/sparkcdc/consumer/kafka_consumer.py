@@ -130,6 +130,7 @@ class KafkaConsumer:
         decoders = self._decoders = {p: self.config.decoder(mid_stream=mid_stream) for p in partitions}
         held: dict[int, int | None] = dict.fromkeys(partitions)
         order = PartitionOrder(partitions)
+        reported = 0
         consumer.assign([TopicPartition(self.topic, p, committed.get(p, OFFSET_BEGINNING)) for p in partitions])
         log.info("kafka consumer topic=%s partitions=%d group=%s resuming at %s", self.topic, len(partitions),
                  self.config.group_id, committed or "the beginning")  # fmt: skip
@@ -152,6 +153,10 @@ class KafkaConsumer:
                 order.add(p, offset, events, origin=origin)
                 order.hold(p, held[p])
             self._apply_ready(order, engine)
+            if mid_stream and self.dropped > reported:
+                log.warning("joined mid-stream: dropped %d rows sent before their table's schema was announced "
+                            "(%d so far)", self.dropped - reported, self.dropped)  # fmt: skip
+                reported = self.dropped
             if on_progress is not None:
                 on_progress(self)
 
