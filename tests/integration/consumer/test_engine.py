@@ -32,7 +32,8 @@ def put(t: TableInfo, ts: int, key: int, value: str) -> RowChange:
 @pytest.fixture
 def downstream(target: MysqlTarget) -> Iterator[MysqlTarget]:
     run_sql(target, f"DROP DATABASE IF EXISTS {DB}", "DROP DATABASE IF EXISTS sparkcdc_consumer",
-            f"CREATE DATABASE {DB}", *(f"CREATE TABLE {DB}.{n} (id INT PRIMARY KEY, v VARCHAR(20))" for n in "ab"))  # fmt: skip
+            f"CREATE DATABASE {DB}",
+            *(f"CREATE TABLE {DB}.{n} (id INT PRIMARY KEY, v VARCHAR(20))" for n in "ab"))  # fmt: skip
     yield target
     run_sql(target, f"DROP DATABASE IF EXISTS {DB}")
 
@@ -47,7 +48,7 @@ def rows(target: MysqlTarget, name: str) -> list[tuple[object, ...]]:
         conn.close()
 
 
-def test_ordered_streams_skip_replays_at_and_below_the_checkpoint_and_never_move_it_back(downstream: MysqlTarget) -> None:
+def test_ordered_streams_skip_replays_at_or_below_the_checkpoint_never_moving_it_back(downstream: MysqlTarget) -> None:
     a, b = table("a"), table("b")
     engine = ApplyEngine(downstream, changefeed="e1", workers=2)
     engine.apply(ordered_step([put(a, 10, 1, "x"), put(b, 10, 1, "y"), put(a, 20, 2, "x")], 20))
