@@ -28,10 +28,10 @@ from pathlib import Path
 from typing import Any
 
 from sparkcdc.consumer.check import checksum_sql
-from sparkcdc.consumer.downstream import MysqlTarget
-from sparkcdc.consumer.mysql_applier import Checkpoint, MysqlApplier
 from sparkcdc.devtools.mariadb import MariaDB
 from sparkcdc.model import ColumnInfo, RowChange, RowOp, TableInfo
+from sparkcdc.mysql.applier import Checkpoint, MysqlApplier
+from sparkcdc.mysql.target import MysqlTarget
 
 COLS_SQL = "id INT PRIMARY KEY, v VARCHAR(40), n BIGINT, d DECIMAL(12,3), dt DATETIME(3), f DOUBLE"
 COLS = (

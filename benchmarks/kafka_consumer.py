@@ -53,12 +53,12 @@ from typing import Any
 from consumer import generate, reset, run_consumer, run_load_data, same_contents, write_tree
 from kafka_sink import _QUIET, PARTITIONS, Partitions, create_topic, produce
 from sparkcdc.codec.base import message_encoder
-from sparkcdc.consumer.downstream import MysqlTarget
 from sparkcdc.consumer.kafka_consumer import KafkaConsumer, KafkaConsumerConfig
 from sparkcdc.devtools.kafka import KafkaBroker
 from sparkcdc.devtools.mariadb import MariaDB
 from sparkcdc.model import RowChange, RowOp
 from sparkcdc.model.events import split_key_updates
+from sparkcdc.mysql.target import MysqlTarget
 from sparkcdc.sink.kafka.config import KafkaSinkConfig
 from sparkcdc.sink.kafka.dispatcher import bootstrap_partitions
 

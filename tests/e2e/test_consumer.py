@@ -15,7 +15,7 @@ from typing import Any
 
 import pytest
 
-from sparkcdc.consumer.downstream import MysqlTarget
+from sparkcdc.mysql.target import MysqlTarget
 from sparkcdc.storage.external import ExternalStorage
 from tests.fixtures.object_stores import backend_uri
 from tests.integration.consumer import workload

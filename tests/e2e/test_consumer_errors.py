@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from sparkcdc.consumer.downstream import MysqlTarget
+from sparkcdc.mysql.target import MysqlTarget
 from tests.integration.consumer.servers import downstream_server, run_sql, target  # noqa: F401
 from tests.unit.consumer.trees import Tree, csv_row, table
 

@@ -15,9 +15,9 @@ from typing import Any
 
 import pytest
 
-from sparkcdc.consumer.downstream import MysqlTarget
 from sparkcdc.devtools.kafka import KafkaBroker, read_topic
 from sparkcdc.devtools.mariadb import MariaDB
+from sparkcdc.mysql.target import MysqlTarget
 from tests.e2e.test_consumer_changefeed import CDC, SETUP, WORKLOAD
 from tests.fixtures.mariadb import FreshDatabase
 from tests.integration.consumer.servers import downstream_server, run_sql, target  # noqa: F401

@@ -7,7 +7,7 @@ import json
 import click
 
 from sparkcdc.consumer.check import compare, parse_tables
-from sparkcdc.consumer.downstream import MysqlTarget
+from sparkcdc.mysql.target import MysqlTarget
 
 
 @click.command("check")

@@ -98,9 +98,9 @@ def storage_consumer(
     replays below the consumer's checkpoint skipped; the checkpoint lives in the downstream
     (sparkcdc_consumer.checkpoint), written in the same transaction as the rows, so restarts resume exactly.
     """
-    from sparkcdc.consumer.downstream import MysqlTarget
     from sparkcdc.consumer.storage_consumer import Progress, StorageConsumer
     from sparkcdc.consumer.storage_reader import ReaderConfig
+    from sparkcdc.mysql.target import MysqlTarget
     from sparkcdc.storage.external import ExternalStorage
     from sparkcdc.storage.sink_config import StorageSinkConfig
 

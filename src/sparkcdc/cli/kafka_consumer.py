@@ -53,8 +53,8 @@ def kafka_consumer(
     the per-table checkpoint lives in the downstream (sparkcdc_consumer.checkpoint, same transaction as the rows)
     and the group's offsets are committed after it, so a restart resumes without applying anything twice.
     """
-    from sparkcdc.consumer.downstream import MysqlTarget
     from sparkcdc.consumer.kafka_consumer import KafkaConsumer, KafkaConsumerConfig
+    from sparkcdc.mysql.target import MysqlTarget
 
     setup_logging(log_file, log_level)
     config = KafkaConsumerConfig.from_uri(upstream_uri, load_toml(config_path), group_id, changefeed=group_id,

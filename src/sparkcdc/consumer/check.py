@@ -19,8 +19,8 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
 
-from sparkcdc.consumer.downstream import MysqlTarget, quote_ident, quote_table, safe_error
 from sparkcdc.errors import ConfigError, SparkcdcError
+from sparkcdc.mysql.target import MysqlTarget, quote_ident, quote_table, safe_error
 
 log = logging.getLogger(__name__)
 

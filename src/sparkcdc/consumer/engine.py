@@ -27,10 +27,10 @@ from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
-from sparkcdc.consumer.downstream import MysqlTarget
-from sparkcdc.consumer.mysql_applier import DDL_PARTITION, Checkpoint, MysqlApplier
 from sparkcdc.errors import SparkcdcError
 from sparkcdc.model import DDLAction, RowChange
+from sparkcdc.mysql.applier import DDL_PARTITION, Checkpoint, MysqlApplier
+from sparkcdc.mysql.target import MysqlTarget
 
 log = logging.getLogger(__name__)
 

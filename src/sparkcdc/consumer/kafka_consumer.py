@@ -22,11 +22,11 @@ from dataclasses import dataclass
 from typing import Any
 
 from sparkcdc.codec.base import Message
-from sparkcdc.consumer.downstream import MysqlTarget
 from sparkcdc.consumer.engine import ApplyEngine, DdlStep, EngineStats, RowsStep, ordered_step
 from sparkcdc.consumer.kafka_order import PartitionOrder, Step
 from sparkcdc.errors import ConfigError, CorruptDataError, DecodeError, KafkaError
 from sparkcdc.model.events import Event
+from sparkcdc.mysql.target import MysqlTarget
 from sparkcdc.sink.kafka.config import KafkaSinkConfig
 from sparkcdc.storage.claim_check import claim_check_reader
 

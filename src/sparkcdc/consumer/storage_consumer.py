@@ -28,9 +28,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
-from sparkcdc.consumer.downstream import MysqlTarget
 from sparkcdc.consumer.engine import DEFAULT_BATCH_ROWS, ApplyEngine, Batch, DdlStep, EngineStats, RowsStep, Step
-from sparkcdc.consumer.mysql_applier import Checkpoint
 from sparkcdc.consumer.storage_reader import (
     DataFile,
     FileReader,
@@ -43,6 +41,8 @@ from sparkcdc.consumer.storage_reader import (
 from sparkcdc.consumer.table_def import create_database_sql, create_table_sql
 from sparkcdc.model import RowChange
 from sparkcdc.model.tso import physical
+from sparkcdc.mysql.applier import Checkpoint
+from sparkcdc.mysql.target import MysqlTarget
 from sparkcdc.storage.external import ExternalStorage
 
 log = logging.getLogger(__name__)

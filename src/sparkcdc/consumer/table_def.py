@@ -10,10 +10,10 @@ taking the downstream database's default (latin1 would turn ``好`` into ``?``).
 
 from __future__ import annotations
 
-from sparkcdc.consumer.downstream import CHARSET_CLAUSE, quote_ident, quote_table
 from sparkcdc.errors import CorruptDataError
 from sparkcdc.model import ColumnInfo, TableInfo
 from sparkcdc.model.column_type import ALL_TYPES
+from sparkcdc.mysql.target import CHARSET_CLAUSE, quote_ident, quote_table
 from sparkcdc.storage.schema_file import TableCol, TableDefinition
 
 _ALIASES = {"var_string": "varchar", "numeric": "decimal", "integer": "int", "bool": "tinyint", "boolean": "tinyint"}

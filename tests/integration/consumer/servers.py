@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from sparkcdc.consumer.downstream import MysqlTarget
 from sparkcdc.devtools.mariadb import MariaDB
+from sparkcdc.mysql.target import MysqlTarget
 
 
 @pytest.fixture(scope="session")

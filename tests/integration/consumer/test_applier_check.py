@@ -7,10 +7,10 @@ from decimal import Decimal
 import pytest
 
 from sparkcdc.consumer.check import compare
-from sparkcdc.consumer.downstream import MysqlTarget
-from sparkcdc.consumer.mysql_applier import Checkpoint, MysqlApplier
 from sparkcdc.errors import SparkcdcError
 from sparkcdc.model import ColumnInfo, DDLAction, RowChange, RowOp, TableInfo
+from sparkcdc.mysql.applier import Checkpoint, MysqlApplier
+from sparkcdc.mysql.target import MysqlTarget
 from tests.integration.consumer.servers import run_sql
 
 pytestmark = pytest.mark.integration

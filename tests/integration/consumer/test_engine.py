@@ -7,11 +7,11 @@ from collections.abc import Iterator
 
 import pytest
 
-from sparkcdc.consumer.downstream import MysqlTarget
 from sparkcdc.consumer.engine import ORDERED_PARTITION, ApplyEngine, Batch, DdlStep, RowsStep, ordered_step
-from sparkcdc.consumer.mysql_applier import DDL_PARTITION, Checkpoint
 from sparkcdc.model import ColumnInfo, DDLAction, IndexInfo, RowChange, RowOp, TableInfo
 from sparkcdc.model.table import with_handle_keys
+from sparkcdc.mysql.applier import DDL_PARTITION, Checkpoint
+from sparkcdc.mysql.target import MysqlTarget
 from tests.integration.consumer.servers import run_sql
 
 pytestmark = pytest.mark.integration

@@ -12,12 +12,12 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
 from sparkcdc.codec.base import message_encoder
-from sparkcdc.consumer.downstream import MysqlTarget
 from sparkcdc.consumer.kafka_consumer import KafkaConsumer, KafkaConsumerConfig
 from sparkcdc.devtools.kafka import KafkaBroker
 from sparkcdc.errors import ConfigError, CorruptDataError
 from sparkcdc.model import ColumnInfo, IndexInfo, RowChange, RowOp, TableInfo
 from sparkcdc.model.table import with_handle_keys
+from sparkcdc.mysql.target import MysqlTarget
 from tests.integration.consumer.servers import run_sql
 
 pytestmark = pytest.mark.integration

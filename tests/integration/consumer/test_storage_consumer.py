@@ -6,11 +6,11 @@ from pathlib import Path
 
 import pytest
 
-from sparkcdc.consumer.downstream import MysqlTarget
 from sparkcdc.consumer.storage_consumer import StorageConsumer
 from sparkcdc.consumer.storage_reader import ReaderConfig
 from sparkcdc.errors import CorruptDataError
 from sparkcdc.model import ColumnInfo, DDLAction
+from sparkcdc.mysql.target import MysqlTarget
 from sparkcdc.storage.external import ExternalStorage
 from tests.integration.consumer.servers import run_sql
 from tests.unit.consumer.trees import Tree, canal_row, csv_row, table

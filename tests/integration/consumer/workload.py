@@ -14,10 +14,10 @@ from decimal import Decimal
 from typing import Any
 
 from sparkcdc.codec.base import txn_encoder
-from sparkcdc.consumer.downstream import MysqlTarget
 from sparkcdc.model import ColumnInfo, DDLAction, RowChange, RowOp, TableInfo
 from sparkcdc.model.events import split_key_updates
 from sparkcdc.model.tso import compose
+from sparkcdc.mysql.target import MysqlTarget
 from sparkcdc.storage.external import ExternalStorage
 from sparkcdc.storage.layout import TableDir, data_file_name
 from sparkcdc.storage.metadata import encode_checkpoint

@@ -7,13 +7,13 @@ from decimal import Decimal
 import pytest
 
 from sparkcdc.consumer.check import checksum_sql, parse_tables
-from sparkcdc.consumer.downstream import MysqlTarget, lossy_write_error
-from sparkcdc.consumer.sql_values import literal, row_tuple
-from sparkcdc.consumer.statements import plan_batch
 from sparkcdc.consumer.table_def import create_database_sql, create_table_sql, table_info
 from sparkcdc.errors import ConfigError, CorruptDataError, EncodeError
 from sparkcdc.masking import mask_uri
 from sparkcdc.model import ColumnInfo, RowChange, RowOp, TableInfo
+from sparkcdc.mysql.sql_values import literal, row_tuple
+from sparkcdc.mysql.statements import plan_batch
+from sparkcdc.mysql.target import MysqlTarget, lossy_write_error
 from sparkcdc.storage.schema_file import TableDefinition
 
 T = TableInfo("db", "t", 1, (

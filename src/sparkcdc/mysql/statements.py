@@ -22,9 +22,9 @@ from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from sparkcdc.consumer.downstream import quote_ident, quote_table
-from sparkcdc.consumer.sql_values import literal, row_tuple
 from sparkcdc.model import RowChange, RowOp, TableInfo
+from sparkcdc.mysql.sql_values import literal, row_tuple
+from sparkcdc.mysql.target import quote_ident, quote_table
 
 # Stay well below MariaDB's default max_allowed_packet (16 MiB).
 MAX_STATEMENT_BYTES = 4 * 1024 * 1024

@@ -11,7 +11,7 @@ a crash the checkpoint says exactly which rows are in the downstream. The checkp
   skipped), ``pending_version`` a DDL that started but may not have finished (DDL commits implicitly, so it
   cannot share a transaction with the checkpoint; a pending DDL is re-run tolerating "already done" errors).
 
-Statements are idempotent (see ``statements.py``), so even a lost checkpoint would only replay.
+Statements are idempotent (see ``sparkcdc.mysql.statements``), so even a lost checkpoint would only replay.
 """
 
 from __future__ import annotations
@@ -22,7 +22,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass, replace
 from typing import Any
 
-from sparkcdc.consumer.downstream import (
+from sparkcdc.errors import ConfigError, SparkcdcError
+from sparkcdc.model import DDLAction, RowChange
+from sparkcdc.mysql.statements import BatchPlan, plan_batch
+from sparkcdc.mysql.target import (
     CHARSET_CLAUSE,
     MysqlTarget,
     as_lossy_write_error,
@@ -31,9 +34,6 @@ from sparkcdc.consumer.downstream import (
     safe_error,
     session_time_zone,
 )
-from sparkcdc.consumer.statements import BatchPlan, plan_batch
-from sparkcdc.errors import ConfigError, SparkcdcError
-from sparkcdc.model import DDLAction, RowChange
 
 log = logging.getLogger(__name__)
 
