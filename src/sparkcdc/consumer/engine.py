@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 from sparkcdc.errors import SparkcdcError
 from sparkcdc.model import DDLAction, RowChange
-from sparkcdc.mysql.applier import DDL_PARTITION, Checkpoint, MysqlApplier
+from sparkcdc.mysql.applier import CONSUMER_SCHEMA, DDL_PARTITION, Checkpoint, MysqlApplier
 from sparkcdc.mysql.target import MysqlTarget
 
 log = logging.getLogger(__name__)
@@ -96,7 +96,8 @@ class EngineStats:
 
 class ApplyEngine:
     """Applies steps through ``workers`` downstream connections. Raises SparkcdcError from :meth:`apply`
-    (``retryable`` for connection loss, deadlocks); after an error the source resumes from :attr:`checkpoints`."""
+    (``retryable`` for connection loss, deadlocks); after an error the source resumes from :attr:`checkpoints`.
+    ``session`` statements run on every new connection (the MySQL sink marks its writes with them)."""
 
     def __init__(
         self,
@@ -107,8 +108,12 @@ class ApplyEngine:
         workers: int = 1,
         stats: EngineStats | None = None,
         on_progress: Callable[[], None] | None = None,
+        checkpoint_schema: str = CONSUMER_SCHEMA,
+        session: Sequence[str] = (),
     ) -> None:
         self.target = target
+        self.checkpoint_schema = checkpoint_schema
+        self.session = tuple(session)
         self.changefeed = changefeed
         self.time_zone = time_zone
         self.workers = max(1, workers)
@@ -123,7 +128,8 @@ class ApplyEngine:
         self.reload()
 
     def _new_applier(self) -> MysqlApplier:
-        a = MysqlApplier(self.target, changefeed=self.changefeed, time_zone=self.time_zone)
+        a = MysqlApplier(self.target, changefeed=self.changefeed, time_zone=self.time_zone,
+                         checkpoint_schema=self.checkpoint_schema, session=self.session)  # fmt: skip
         with self._appliers_lock:
             self._appliers.append(a)
         return a

@@ -1,12 +1,15 @@
 """Apply ordered batches of row changes and DDLs to a MySQL/MariaDB downstream, effectively once.
 
-Every row batch runs in ONE downstream transaction together with the consumer's checkpoint row, so after
-a crash the checkpoint says exactly which rows are in the downstream. The checkpoint table is
-``sparkcdc_consumer.checkpoint``; one row per ``(changefeed, schema, table, partition)`` stream:
+Every row batch runs in ONE downstream transaction together with its checkpoint row, so after a crash the
+checkpoint says exactly which rows are in the downstream. The checkpoint table is ``sparkcdc_consumer.checkpoint``
+for the consumers and ``tidb_cdc.checkpoint`` for the MySQL sink; one row per ``(changefeed, schema, table,
+partition)`` stream:
 
 * ``part >= 0`` — a data stream (``part`` is the partition directory, 0 when there is none):
   ``(table_version, date, file_index, row_offset)`` is the position *after* the last applied row
   (``row_offset`` rows of that file are applied) and ``commit_ts`` the largest applied commit-ts.
+* ``part = -2`` — the table's rows from an ordered source (Kafka, the MySQL sink): ``commit_ts`` only, always at
+  the end of a transaction.
 * ``part = -1`` — the table's DDL stream: ``table_version`` is the last schema version whose DDL ran (or was
   skipped), ``pending_version`` a DDL that started but may not have finished (DDL commits implicitly, so it
   cannot share a transaction with the checkpoint; a pending DDL is re-run tolerating "already done" errors).
@@ -37,7 +40,7 @@ from sparkcdc.mysql.target import (
 
 log = logging.getLogger(__name__)
 
-CHECKPOINT_SCHEMA = "sparkcdc_consumer"
+CONSUMER_SCHEMA = "sparkcdc_consumer"  # the consumers' checkpoints; the MySQL sink keeps its own in tidb_cdc
 CHECKPOINT_TABLE = "checkpoint"
 DDL_PARTITION = -1
 
@@ -48,7 +51,7 @@ REPLAYED_DDL_ERRORS = frozenset({1146, 1049, 1025})
 # Connection-level failures worth a retry.
 RETRYABLE_ERRORS = frozenset({1205, 1213, 2003, 2006, 2013, 2055})
 
-_CHECKPOINT_DDL = f"""CREATE TABLE IF NOT EXISTS {quote_ident(CHECKPOINT_SCHEMA)}.{quote_ident(CHECKPOINT_TABLE)} (
+_CHECKPOINT_DDL = """CREATE TABLE IF NOT EXISTS {table} (
   changefeed VARCHAR(128) NOT NULL,
   db VARCHAR(64) NOT NULL,
   tbl VARCHAR(64) NOT NULL,
@@ -61,10 +64,10 @@ _CHECKPOINT_DDL = f"""CREATE TABLE IF NOT EXISTS {quote_ident(CHECKPOINT_SCHEMA)
   pending_version BIGINT UNSIGNED NOT NULL DEFAULT 0,
   updated_at TIMESTAMP(6) NOT NULL DEFAULT CURRENT_TIMESTAMP(6) ON UPDATE CURRENT_TIMESTAMP(6),
   PRIMARY KEY (changefeed, db, tbl, part)
-) {CHARSET_CLAUSE}"""
+) """ + CHARSET_CLAUSE
 
 _UPSERT_CHECKPOINT = (
-    f"INSERT INTO {quote_ident(CHECKPOINT_SCHEMA)}.{quote_ident(CHECKPOINT_TABLE)} "
+    "INSERT INTO {table} "
     "(changefeed, db, tbl, part, table_version, date, file_index, row_offset, commit_ts, pending_version) "
     "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s) ON DUPLICATE KEY UPDATE table_version=VALUES(table_version), "
     "date=VALUES(date), file_index=VALUES(file_index), row_offset=VALUES(row_offset), "
@@ -114,10 +117,15 @@ class MysqlApplier:
     error the open transaction is rolled back, so the checkpoint never runs ahead of the data.
     """
 
-    def __init__(self, target: MysqlTarget, *, changefeed: str = "default", time_zone: str | None = None) -> None:
+    def __init__(self, target: MysqlTarget, *, changefeed: str = "default", time_zone: str | None = None,
+                 checkpoint_schema: str = CONSUMER_SCHEMA, session: Sequence[str] = ()) -> None:  # fmt: skip
         if not changefeed or len(changefeed) > 128:
             raise ConfigError(f"changefeed id {changefeed!r} must be 1..128 characters")
         self.target = target
+        self.checkpoint_schema = checkpoint_schema
+        self.session = tuple(session)
+        self._table = f"{quote_ident(checkpoint_schema)}.{quote_ident(CHECKPOINT_TABLE)}"
+        self._upsert = _UPSERT_CHECKPOINT.format(table=self._table)
         self.changefeed = changefeed
         self.time_zone = session_time_zone(time_zone or target.param("time-zone") or None)
         self._conn: Any = None
@@ -132,8 +140,10 @@ class MysqlApplier:
             try:
                 with conn.cursor() as cur:
                     cur.execute("SET SESSION foreign_key_checks=0")
-                    cur.execute(f"CREATE DATABASE IF NOT EXISTS {quote_ident(CHECKPOINT_SCHEMA)} {CHARSET_CLAUSE}")
-                    cur.execute(_CHECKPOINT_DDL)
+                    for sql in self.session:
+                        cur.execute(sql)
+                    cur.execute(f"CREATE DATABASE IF NOT EXISTS {quote_ident(self.checkpoint_schema)} {CHARSET_CLAUSE}")
+                    cur.execute(_CHECKPOINT_DDL.format(table=self._table))
                 conn.commit()
             except Exception as e:
                 conn.close()
@@ -175,7 +185,7 @@ class MysqlApplier:
             with conn.cursor() as cur:
                 cur.execute(
                     "SELECT db, tbl, part, table_version, date, file_index, row_offset, commit_ts, pending_version "
-                    f"FROM {quote_ident(CHECKPOINT_SCHEMA)}.{quote_ident(CHECKPOINT_TABLE)} WHERE changefeed=%s",
+                    f"FROM {self._table} WHERE changefeed=%s",
                     (self.changefeed,),
                 )
                 rows = cur.fetchall()
@@ -191,7 +201,7 @@ class MysqlApplier:
 
     def _write_checkpoint(self, cur: Any, cp: Checkpoint) -> None:
         cur.execute(
-            _UPSERT_CHECKPOINT,
+            self._upsert,
             (
                 self.changefeed,
                 cp.schema,
@@ -288,7 +298,7 @@ class MysqlApplier:
         with conn.cursor() as cur:
             cur.execute(
                 "SELECT db, tbl, part, table_version, date, file_index, row_offset, commit_ts, pending_version "
-                f"FROM {quote_ident(CHECKPOINT_SCHEMA)}.{quote_ident(CHECKPOINT_TABLE)} "
+                f"FROM {self._table} "
                 "WHERE changefeed=%s AND db=%s AND tbl=%s AND part=%s",
                 (self.changefeed, *key),
             )

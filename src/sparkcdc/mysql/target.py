@@ -77,6 +77,7 @@ class MysqlTarget:
     password: str = field(default="", repr=False)
     database: str = ""
     params: tuple[tuple[str, str], ...] = ()
+    tls: bool = False  # mysql+ssl:// or tidb+ssl://: TLS even without ssl-ca (server certificate not verified)
 
     @classmethod
     def parse(cls, uri: str) -> MysqlTarget:
@@ -110,6 +111,7 @@ class MysqlTarget:
             password=unquote(parts.password) if parts.password else "",
             database=unquote(parts.path.lstrip("/")),
             params=params,
+            tls=parts.scheme.lower().endswith("+ssl"),
         )
 
     def param(self, key: str, default: str = "") -> str:
@@ -117,6 +119,14 @@ class MysqlTarget:
             if k == key:
                 return v
         return default
+
+    def _ssl(self) -> dict[str, Any] | None:
+        """pymysql's ``ssl`` argument: the ``ssl-ca``/``ssl-cert``/``ssl-key`` files (the CA verifies the server),
+        or TLS without verification for a ``+ssl`` scheme alone; None for a plain connection."""
+        files = {k: self.param(f"ssl-{k}") for k in ("ca", "cert", "key")}
+        if not any(files.values()):
+            return {"check_hostname": False, "verify_mode": False} if self.tls else None
+        return {k: v for k, v in files.items() if v}
 
     def __str__(self) -> str:
         auth = f"{self.user}:******@" if self.password else f"{self.user}@"
@@ -136,6 +146,7 @@ class MysqlTarget:
                 charset="utf8mb4",
                 autocommit=autocommit,
                 connect_timeout=int(self.param("connect-timeout", "10") or 10),
+                ssl=self._ssl(),
                 **extra,
             )
         except pymysql.MySQLError as e:

@@ -130,6 +130,10 @@ SINKS: dict[str, str] = {
     "blackhole": "sparkcdc.sink.blackhole:SINK",
     "kafka": "sparkcdc.sink.kafka:SINK",
     "kafka+ssl": "sparkcdc.sink.kafka:SINK",
+    "mysql": "sparkcdc.sink.mysql:SINK",
+    "mysql+ssl": "sparkcdc.sink.mysql:SINK",
+    "tidb": "sparkcdc.sink.mysql:SINK",
+    "tidb+ssl": "sparkcdc.sink.mysql:SINK",
 }
 
 

@@ -35,9 +35,9 @@ from sparkcdc.sink.kafka.config_merge import (
     SINK,
 )
 from sparkcdc.sink.kafka.dispatcher import DispatchRule, EventRouter
-from sparkcdc.sink.kafka.options import Sources
 from sparkcdc.sink.kafka.security import SaslConfig, TlsConfig, parse_sasl, parse_tls, security_protocol
 from sparkcdc.sink.kafka.uri import KafkaURI
+from sparkcdc.sink.options import Sources, table
 
 _CLIENT_ID_INVALID = re.compile(r'[?:,"]')
 # Room librdkafka's own size check needs above the largest message the codec lets through (record overhead).
@@ -97,11 +97,11 @@ class KafkaSinkConfig:
         top-level ``case-sensitive`` too). Raises ConfigError (one line, secrets masked)."""
         parsed = uri if isinstance(uri, KafkaURI) else KafkaURI.parse(uri)
         doc = toml or {}
-        sink = merge.table(doc, "sink", "the changefeed config", SINK_KEYS)
-        kafka = merge.table(sink, "kafka-config", SINK, keys.KAFKA_CONFIG_KEYS)
-        codec = merge.table(kafka, "codec-config", KAFKA, keys.CODEC_CONFIG_KEYS)
-        large = merge.table(kafka, "large-message-handle", KAFKA, keys.LARGE_MESSAGE_KEYS)
-        merge.table(kafka, "glue-schema-registry-config", KAFKA, keys.GLUE_KEYS)
+        sink = table(doc, "sink", "the changefeed config", SINK_KEYS)
+        kafka = table(sink, "kafka-config", SINK, keys.KAFKA_CONFIG_KEYS)
+        codec = table(kafka, "codec-config", KAFKA, keys.CODEC_CONFIG_KEYS)
+        large = table(kafka, "large-message-handle", KAFKA, keys.LARGE_MESSAGE_KEYS)
+        table(kafka, "glue-schema-registry-config", KAFKA, keys.GLUE_KEYS)
         for key, _ in parsed.params:
             if key not in keys.URI_PARAMS:
                 raise ConfigError(

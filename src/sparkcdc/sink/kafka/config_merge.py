@@ -1,6 +1,6 @@
 """Merging the sink URI with the changefeed's TOML into :class:`~sparkcdc.sink.kafka.config.KafkaSinkConfig` values.
 
-One function per group of TiCDC settings; each reads through :class:`~sparkcdc.sink.kafka.options.Sources` (URI
+One function per group of TiCDC settings; each reads through :class:`~sparkcdc.sink.options.Sources` (URI
 first) and writes validated values into a dict of config fields. TiCDC's codes: ``CDC:ErrKafkaInvalidConfig`` and
 its narrower Kafka codes for producer options, ``CDC:ErrCodecInvalidConfig`` for codec options,
 ``CDC:ErrInvalidReplicaConfig`` for large-message handling and unknown TOML keys, ``CDC:ErrSinkUnknownProtocol``.
@@ -17,7 +17,8 @@ from sparkcdc.errors import ConfigError
 from sparkcdc.sink.kafka import keys
 from sparkcdc.sink.kafka.column_selector import parse_column_selectors
 from sparkcdc.sink.kafka.dispatcher import parse_dispatch_rules
-from sparkcdc.sink.kafka.options import (
+from sparkcdc.sink.options import (
+    ERR_REPLICA,
     INT16,
     INT32,
     Setting,
@@ -40,7 +41,6 @@ COMPRESSIONS: Final = ("none", "gzip", "snappy", "lz4", "zstd")
 LARGE_MESSAGE_OPTIONS: Final = ("none", "handle-key-only", "claim-check")
 LARGE_MESSAGE_COMPRESSIONS: Final = ("none", "snappy", "lz4")
 
-ERR_REPLICA: Final = "CDC:ErrInvalidReplicaConfig"
 ERR_CODEC: Final = "CDC:ErrCodecInvalidConfig"
 SINK, KAFKA, CODEC, LARGE = (
     "[sink]",
@@ -50,19 +50,6 @@ SINK, KAFKA, CODEC, LARGE = (
 )
 CLIENT_ID: Final = re.compile(r"[A-Za-z0-9._-]+")
 _KAFKA_VERSION = re.compile(r"0\.\d+\.\d+\.\d+|[1-9]\d*\.\d+\.\d+")
-
-
-def table(parent: Mapping[str, Any], key: str, where: str, allowed: frozenset[str]) -> Mapping[str, Any]:
-    value = parent.get(key, {})
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise ConfigError(f"{where} key {key!r} must be a table, got {type(value).__name__}", code=ERR_REPLICA)
-    name = f"[{key}]" if where == "the changefeed config" else f"{where[:-1]}.{key}]"
-    for k in value:
-        if k not in allowed:
-            raise ConfigError(f"unknown key {k!r} in {name}; allowed: {', '.join(sorted(allowed))}", code=ERR_REPLICA)
-    return value
 
 
 def protocol(src: Sources) -> str:

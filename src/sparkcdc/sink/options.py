@@ -1,4 +1,4 @@
-"""Reading one Kafka sink setting from where TiCDC looks for it, with TiCDC's precedence and value syntax.
+"""Reading one sink setting from where TiCDC looks for it (Kafka, MySQL), with TiCDC's precedence and value syntax.
 
 A setting may come from the sink URI (always a string) or from a TOML table (typed). The URI beats the TOML,
 as in TiCDC's ``mergeConfig``. Values follow Go's syntax: booleans are ``strconv.ParseBool``'s words, integers
@@ -17,6 +17,7 @@ from sparkcdc.masking import mask_uri, mask_value
 from sparkcdc.storage.duration import parse_duration
 
 ERR_KAFKA_CONFIG: Final = "CDC:ErrKafkaInvalidConfig"
+ERR_REPLICA: Final = "CDC:ErrInvalidReplicaConfig"
 _TRUE: Final = frozenset({"1", "t", "T", "TRUE", "true", "True"})
 _FALSE: Final = frozenset({"0", "f", "F", "FALSE", "false", "False"})
 INT16: Final = (-(1 << 15), (1 << 15) - 1)
@@ -148,3 +149,17 @@ def as_choice(setting: Setting | None, default: str, choices: tuple[str, ...], c
     if isinstance(setting.value, str) and setting.value.strip().lower() in choices:
         return setting.value.strip().lower()
     raise setting.fail(f"use one of: {', '.join(choices)}", code)
+
+
+def table(parent: Mapping[str, Any], key: str, where: str, allowed: frozenset[str]) -> Mapping[str, Any]:
+    """The TOML sub-table ``key`` of ``parent`` (``where`` names the parent in errors), every key in ``allowed``."""
+    value = parent.get(key, {})
+    if value is None:
+        return {}
+    if not isinstance(value, Mapping):
+        raise ConfigError(f"{where} key {key!r} must be a table, got {type(value).__name__}", code=ERR_REPLICA)
+    name = f"[{key}]" if where == "the changefeed config" else f"{where[:-1]}.{key}]"
+    for k in value:
+        if k not in allowed:
+            raise ConfigError(f"unknown key {k!r} in {name}; allowed: {', '.join(sorted(allowed))}", code=ERR_REPLICA)
+    return value

@@ -1,0 +1,34 @@
+"""The MySQL sink (mysql://, mysql+ssl://, tidb://, tidb+ssl://): rows applied to a MySQL-compatible database,
+effectively once, with DDLs at the barrier."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from sparkcdc.sink.base import SinkContext
+
+
+class _MysqlSink:
+    def config(self, uri: str, toml: Mapping[str, Any]) -> Any:
+        from sparkcdc.sink.mysql.config import MysqlSinkConfig
+
+        return MysqlSinkConfig.from_uri(uri, toml)
+
+    def encoder(self, config: Any, ctx: SinkContext) -> Any:
+        from sparkcdc.sink.mysql.encoder import MysqlEncoder
+
+        return MysqlEncoder(config)
+
+    def writer(self, config: Any, ctx: SinkContext) -> Any:
+        from sparkcdc.sink.mysql.writer import MysqlTaskWriter
+
+        return MysqlTaskWriter(config, ctx)
+
+    def committer(self, config: Any, ctx: SinkContext) -> Any:
+        from sparkcdc.sink.mysql.committer import MysqlCommitter
+
+        return MysqlCommitter(config, ctx)
+
+
+SINK = _MysqlSink()

@@ -1,0 +1,44 @@
+"""Driver side: a batch's DDLs at the barrier, after every row of the batch is durable downstream.
+
+DDLs run through the apply engine's DDL stream (``tidb_cdc.checkpoint``, partition -1): marked pending, executed
+(``USE`` its schema first), marked done; a replayed batch skips a DDL already done and re-runs a pending one
+tolerating "already exists"-type errors, as TiCDC's ``ddl_ts`` table does. Retryable failures are retried for a
+while (:mod:`~sparkcdc.sink.mysql.retry`); others fail the changefeed with the downstream's error.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from typing import Any
+
+from sparkcdc.consumer.engine import DdlStep
+from sparkcdc.model import DDLEvent, TableInfo
+from sparkcdc.sink.base import SinkContext
+from sparkcdc.sink.mysql.config import MysqlSinkConfig
+from sparkcdc.sink.mysql.retry import with_retries
+from sparkcdc.sink.mysql.writer import engine_for
+
+
+class MysqlCommitter:
+    def __init__(self, config: MysqlSinkConfig, ctx: SinkContext) -> None:
+        self.config = config
+        self.ctx = ctx
+
+    def start(self, tables: Callable[[], Sequence[TableInfo]]) -> None:
+        return None
+
+    def commit(self, results: Sequence[Any], ddls: Sequence[DDLEvent]) -> None:
+        if not ddls:
+            return
+        engine = engine_for(self.config, self.ctx.changefeed, workers=1)
+        for ddl in ddls:
+            step = DdlStep(ddl.schema, ddl.table, ddl.query, int(ddl.action), ddl.commit_ts)
+
+            def run(step: DdlStep = step) -> None:
+                engine.reload()
+                engine.apply(step)
+
+            with_retries(run, f"executing DDL {ddl.query!r} on {self.config.target}")
+
+    def checkpoint(self, ts: int) -> None:
+        return None

@@ -1,0 +1,182 @@
+"""The MySQL sink's configuration: the sink URI (``mysql://``, ``mysql+ssl://``, ``tidb://``, ``tidb+ssl://``) merged
+with ``[sink.mysql-config]``, ``[sink] safe-mode`` and the changefeed's sync point and bdr-mode settings, as TiCDC's
+``pkg/sink/mysql/config.go`` merges them (URI beats TOML; out-of-range counts clamped to TiCDC's upper bounds with a
+warning, non-positive ones refused). Every problem is one ConfigError line with ``CDC:ErrMySQLInvalidConfig`` naming
+the key and where it came from; the password never appears in errors, ``str`` or ``repr``.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any, Final
+from urllib.parse import unquote, urlsplit
+
+from sparkcdc.changefeed.sink_keys import SINK_KEYS
+from sparkcdc.errors import ConfigError
+from sparkcdc.masking import mask_uri
+from sparkcdc.mysql.target import MysqlTarget
+from sparkcdc.sink.options import INT32, Setting, Sources, as_bool, as_duration_ns, as_int, as_str, table
+from sparkcdc.uri_query import parse_query
+
+log = logging.getLogger(__name__)
+
+ERR: Final = "CDC:ErrMySQLInvalidConfig"
+SCHEMES: Final = ("mysql", "mysql+ssl", "tidb", "tidb+ssl")
+SINK, MYSQL = "[sink]", "[sink.mysql-config]"
+# URI parameter -> [sink.mysql-config] key (TiCDC's urlConfig and MySQLConfig tags)
+URI_TO_TOML: Final = {
+    "worker-count": "worker-count",
+    "max-txn-row": "max-txn-row",
+    "max-multi-update-row-size": "max-multi-update-row-size",
+    "max-multi-update-row": "max-multi-update-row",
+    "tidb-txn-mode": "tidb-txn-mode",
+    "ssl-ca": "ssl-ca",
+    "ssl-cert": "ssl-cert",
+    "ssl-key": "ssl-key",
+    "time-zone": "time-zone",
+    "write-timeout": "write-timeout",
+    "read-timeout": "read-timeout",
+    "timeout": "timeout",
+    "batch-dml-enable": "enable-batch-dml",
+    "multi-stmt-enable": "enable-multi-statement",
+    "cache-prep-stmts": "enable-cache-prepared-statement",
+}
+URI_PARAMS: Final = frozenset({*URI_TO_TOML, "safe-mode", "has-vector-type", "enable-old-value"})
+MYSQL_CONFIG_KEYS: Final = frozenset(URI_TO_TOML.values())
+# (default, TiCDC's upper bound, smallest allowed)
+_COUNTS: Final = {
+    "worker-count": (16, 1024, 1),
+    "max-txn-row": (256, 2048, 1),
+    "max-multi-update-row": (40, 256, 1),
+    "max-multi-update-row-size": (1024, 8192, 0),
+}
+_DEFAULT_TIMEOUT_NS: Final = 2 * 60 * 10**9
+_TXN_MODES: Final = ("optimistic", "pessimistic")
+
+
+@dataclass(frozen=True, repr=False)
+class MysqlSinkConfig:
+    """Everything that shapes how the MySQL sink writes. Durations are nanoseconds. ``time_zone`` None: TiCDC's
+    default, the server's zone (here: the downstream session keeps its own); ``""``: the downstream's."""
+
+    target: MysqlTarget
+    scheme: str = "mysql"
+    workers: int = 16
+    max_txn_row: int = 256
+    max_multi_update_row: int = 40
+    max_multi_update_row_size: int = 1024
+    tidb_txn_mode: str = "optimistic"
+    safe_mode: bool = False
+    batch_dml_enable: bool = True
+    multi_stmt_enable: bool = True
+    cache_prep_stmts: bool = True
+    time_zone: str | None = None
+    read_timeout_ns: int = _DEFAULT_TIMEOUT_NS
+    write_timeout_ns: int = _DEFAULT_TIMEOUT_NS
+    dial_timeout_ns: int = _DEFAULT_TIMEOUT_NS
+    enable_sync_point: bool = False
+    sync_point_interval_ns: int = 10 * 60 * 10**9
+    sync_point_retention_ns: int = 24 * 3600 * 10**9
+    bdr_mode: bool = False
+
+    @classmethod
+    def from_uri(cls, uri: str, toml: Mapping[str, Any] | None = None) -> MysqlSinkConfig:
+        """Raises ConfigError (one line, the password masked)."""
+        doc = toml or {}
+        try:
+            parts = urlsplit(uri.strip())
+            port = parts.port
+        except ValueError as e:
+            raise ConfigError(f"sink uri invalid '{mask_uri(uri)}': {e}", code=ERR) from None
+        scheme = parts.scheme.lower()
+        if scheme not in SCHEMES:
+            raise ConfigError(f"can't create MySQL sink with unsupported scheme: {scheme}", code=ERR)
+        if not parts.hostname:
+            raise ConfigError(f"sink uri invalid '{mask_uri(uri)}': no host; use mysql://user:pass@host:port/",
+                              code=ERR)  # fmt: skip
+        params = dict(parse_query(parts.query, uri, ERR))
+        for key in params:
+            if key not in URI_PARAMS:
+                raise ConfigError(f"unknown MySQL sink URI parameter {key!r}; allowed: {', '.join(sorted(URI_PARAMS))}",
+                                  code=ERR)  # fmt: skip
+        sink = table(doc, "sink", "the changefeed config", SINK_KEYS)
+        src = Sources(params, {SINK: sink, MYSQL: table(sink, "mysql-config", SINK, MYSQL_CONFIG_KEYS)})
+        v: dict[str, Any] = {"scheme": scheme}
+        for key, (default, upper, lower) in _COUNTS.items():
+            v[key.replace("-", "_")] = _count(_pick(src, key), default, upper, lower)
+        v["workers"] = v.pop("worker_count")
+        mode = as_str(_pick(src, "tidb-txn-mode"), "", ERR).strip().lower()
+        if mode and mode not in _TXN_MODES:
+            log.warning("invalid tidb-txn-mode %r, should be pessimistic or optimistic; using optimistic", mode)
+        v["tidb_txn_mode"] = mode if mode in _TXN_MODES else "optimistic"
+        v["safe_mode"] = as_bool(src.pick("safe-mode", SINK), False, ERR)
+        v["batch_dml_enable"] = as_bool(_pick(src, "batch-dml-enable"), True, ERR)
+        v["multi_stmt_enable"] = as_bool(_pick(src, "multi-stmt-enable"), True, ERR)
+        v["cache_prep_stmts"] = as_bool(_pick(src, "cache-prep-stmts"), True, ERR)
+        tz = _pick(src, "time-zone")
+        v["time_zone"] = None if tz is None else as_str(tz, "", ERR)
+        for key in ("read-timeout", "write-timeout", "timeout"):
+            field = "dial_timeout_ns" if key == "timeout" else key.replace("-", "_") + "_ns"
+            v[field] = as_duration_ns(_pick(src, key), _DEFAULT_TIMEOUT_NS, ERR)
+        ssl = {k: as_str(_pick(src, k), "", ERR) for k in ("ssl-ca", "ssl-cert", "ssl-key")}
+        if (ssl["ssl-cert"] or ssl["ssl-key"]) and not ssl["ssl-ca"]:
+            raise ConfigError("ssl-cert and ssl-key need ssl-ca (the CA that verifies the server); add ssl-ca",
+                              code=ERR)  # fmt: skip
+        _replica(doc, v)
+        target_params = [("connect-timeout", str(max(1, v["dial_timeout_ns"] // 10**9)))]
+        target_params += [(k, path) for k, path in ssl.items() if path]
+        if v["time_zone"]:
+            target_params.append(("time-zone", v["time_zone"]))
+        target = MysqlTarget(
+            host=parts.hostname,
+            port=port or (4000 if scheme.startswith("tidb") else 3306),
+            user=unquote(parts.username) if parts.username else "root",
+            password=unquote(parts.password) if parts.password else "",
+            params=tuple(target_params),
+            tls=scheme.endswith("+ssl"),
+        )
+        return cls(target=target, **v)
+
+    # -- what the pipeline needs ------------------------------------------------------------------------
+    @property
+    def flush_interval(self) -> float:
+        """Seconds between micro-batches while caught up: a database replica is for low latency."""
+        return 0.5
+
+    @property
+    def worker_count(self) -> int:
+        """Writer tasks; each owns whole tables (bounded further by the cluster's task slots)."""
+        return self.workers
+
+    def __repr__(self) -> str:
+        return f"MysqlSinkConfig({self.target}, workers={self.workers}, max_txn_row={self.max_txn_row})"
+
+
+def _pick(src: Sources, key: str) -> Setting | None:
+    return src.pick(key, MYSQL, toml_key=URI_TO_TOML[key])
+
+
+def _count(setting: Setting | None, default: int, upper: int, lower: int) -> int:
+    value = as_int(setting, default, INT32, ERR)
+    if setting is None:
+        return value
+    if value < lower:
+        which = "greater than 0" if lower == 1 else "greater than or equal to 0"
+        raise setting.fail(f"must be {which}", ERR)
+    if value > upper:
+        log.warning("%s %d is too large; using %d", setting.key, value, upper)
+        return upper
+    return value
+
+
+def _replica(doc: Mapping[str, Any], v: dict[str, Any]) -> None:
+    """The changefeed-level settings the sink acts on (validated by the replica config, read here)."""
+    from sparkcdc.changefeed.config import ReplicaConfig
+
+    replica = ReplicaConfig.from_toml(doc) if doc else ReplicaConfig()
+    v["enable_sync_point"] = replica.enable_sync_point
+    v["sync_point_interval_ns"] = replica.sync_point_interval_ns
+    v["sync_point_retention_ns"] = replica.sync_point_retention_ns
+    v["bdr_mode"] = replica.bdr_mode
