@@ -48,6 +48,8 @@ DDL_PARTITION = -1
 IGNORABLE_DDL_ERRORS = frozenset({1007, 1008, 1050, 1051, 1060, 1061, 1176, 1091, 1054, 1517, 1507, 1068})
 # Extra errors tolerated when re-running a DDL that may have completed before a crash (RENAME, DROP …).
 REPLAYED_DDL_ERRORS = frozenset({1146, 1049, 1025})
+# The code of a statement the downstream refuses for good (a missing table, a duplicate key): a changefeed fails.
+ERR_QUERY = "CDC:ErrMySQLQueryError"
 # Connection-level failures worth a retry.
 RETRYABLE_ERRORS = frozenset({1205, 1213, 2003, 2006, 2013, 2055})
 
@@ -163,10 +165,11 @@ class MysqlApplier:
         if isinstance(e, SparkcdcError):
             return e
         code = e.args[0] if e.args and isinstance(e.args[0], int) else 0
+        retryable = code in RETRYABLE_ERRORS or code >= 2000
         return SparkcdcError(
             f"downstream {self.target}: {what} failed: {safe_error(e, self.target.password)}",
-            code="CDC:ErrMySQLTxnError",
-            retryable=code in RETRYABLE_ERRORS or code >= 2000,
+            code="CDC:ErrMySQLTxnError" if retryable else ERR_QUERY,  # a statement the downstream refuses
+            retryable=retryable,
         )
 
     def _rollback(self) -> None:

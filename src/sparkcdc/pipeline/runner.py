@@ -49,7 +49,7 @@ _PERMANENT = frozenset({
     "CDC:ErrInvalidConfig", "CDC:ErrCorruptData", "CDC:ErrDecodeFailed", "CDC:ErrEncodeFailed",
     "CDC:ErrMessageTooLarge", "CDC:ErrDispatcherFailed", "CDC:ErrColumnSelectorFailed",
     "CDC:ErrKafkaInvalidPartitionNum", "CDC:ErrKafkaTopicNotExists", "CDC:ErrKafkaInvalidConfig",
-    "CDC:ErrKafkaInvalidClientID",
+    "CDC:ErrKafkaInvalidClientID", "CDC:ErrMySQLQueryError", "CDC:ErrMySQLInvalidConfig",
 })  # fmt: skip
 MAX_RESTARTS = 5
 

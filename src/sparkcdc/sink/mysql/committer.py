@@ -30,11 +30,11 @@ class MysqlCommitter:
     def commit(self, results: Sequence[Any], ddls: Sequence[DDLEvent]) -> None:
         if not ddls:
             return
-        engine = engine_for(self.config, self.ctx.changefeed, workers=1)
         for ddl in ddls:
             step = DdlStep(ddl.schema, ddl.table, ddl.query, int(ddl.action), ddl.commit_ts)
 
             def run(step: DdlStep = step) -> None:
+                engine = engine_for(self.config, self.ctx.changefeed)  # connects: may fail too
                 engine.reload()
                 engine.apply(step)
 

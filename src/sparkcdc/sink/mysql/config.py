@@ -54,6 +54,10 @@ _COUNTS: Final = {
 }
 _DEFAULT_TIMEOUT_NS: Final = 2 * 60 * 10**9
 _TXN_MODES: Final = ("optimistic", "pessimistic")
+_EARLY_END: Final = (
+    "sink uri invalid: cannot read its host and port; check the port, and percent-encode any '/', '?' "
+    "or '#' in the user name or password (%2F, %3F, %23): mysql://user:pass@host:port/"
+)
 
 
 @dataclass(frozen=True, repr=False)
@@ -87,9 +91,19 @@ class MysqlSinkConfig:
         doc = toml or {}
         try:
             parts = urlsplit(uri.strip())
-            port = parts.port
         except ValueError as e:
             raise ConfigError(f"sink uri invalid '{mask_uri(uri)}': {e}", code=ERR) from None
+        # An unencoded '/', '?' or '#' in the password ends the authority early: urllib reads the rest of the password
+        # as host, port, path or query, where mask_uri cannot find it. Name the problem without showing the URI.
+        early_end = "@" not in parts.netloc and "@" in f"{parts.path}?{parts.query}#{parts.fragment}"
+        try:
+            port = parts.port
+        except ValueError as e:
+            if early_end:
+                raise ConfigError(_EARLY_END, code=ERR) from None
+            raise ConfigError(f"sink uri invalid '{mask_uri(uri)}': {e}", code=ERR) from None
+        if early_end and "@" in parts.path + parts.fragment + parts.query.partition("=")[0]:
+            raise ConfigError(_EARLY_END, code=ERR)
         scheme = parts.scheme.lower()
         if scheme not in SCHEMES:
             raise ConfigError(f"can't create MySQL sink with unsupported scheme: {scheme}", code=ERR)
@@ -112,6 +126,7 @@ class MysqlSinkConfig:
             log.warning("invalid tidb-txn-mode %r, should be pessimistic or optimistic; using optimistic", mode)
         v["tidb_txn_mode"] = mode if mode in _TXN_MODES else "optimistic"
         v["safe_mode"] = as_bool(src.pick("safe-mode", SINK), False, ERR)
+        as_bool(src.pick("has-vector-type"), False, ERR)  # a boolean for TiCDC too; no effect here
         v["batch_dml_enable"] = as_bool(_pick(src, "batch-dml-enable"), True, ERR)
         v["multi_stmt_enable"] = as_bool(_pick(src, "multi-stmt-enable"), True, ERR)
         v["cache_prep_stmts"] = as_bool(_pick(src, "cache-prep-stmts"), True, ERR)

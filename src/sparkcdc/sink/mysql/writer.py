@@ -25,13 +25,13 @@ _TABLE_THREADS = 4  # tables of one task applied in parallel, one connection eac
 _engines: dict[tuple[str, MysqlSinkConfig], ApplyEngine] = {}
 
 
-def engine_for(config: MysqlSinkConfig, changefeed: str, workers: int = _TABLE_THREADS) -> ApplyEngine:
+def engine_for(config: MysqlSinkConfig, changefeed: str) -> ApplyEngine:
     """This process's engine for the changefeed (created once; its connections reconnect after errors)."""
     key = (changefeed, config)
     engine = _engines.get(key)
     if engine is None:
         engine = _engines[key] = ApplyEngine(
-            config.target, changefeed=changefeed, time_zone=config.time_zone, workers=workers,
+            config.target, changefeed=changefeed, time_zone=config.time_zone, workers=_TABLE_THREADS,
             checkpoint_schema=CHECKPOINT_SCHEMA, session=session_statements(config),
         )  # fmt: skip
     return engine
@@ -55,9 +55,9 @@ class MysqlTaskWriter:
             for c in chunks:
                 rows.extend(unpack(c.data, c.info))
         step = ordered_step(rows, max(r.commit_ts for r in rows), self.config.max_txn_row)
-        engine = engine_for(self.config, self.ctx.changefeed)
 
         def apply() -> None:
+            engine = engine_for(self.config, self.ctx.changefeed)  # connects: may fail too
             engine.reload()  # after a failure some tables committed: their checkpoints moved
             engine.apply(step)
 
