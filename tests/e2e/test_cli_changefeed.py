@@ -442,3 +442,55 @@ def test_create_with_a_malformed_kafka_uri_is_one_line_without_secrets(
     one_error(r, fragment)
     assert "hunter2" not in r.stdout + r.stderr
     assert json.loads(server.cli("list").stdout) == []  # nothing was created
+
+
+MY = "mysql://root:hunter2@127.0.0.1:3307/"
+# (sink URI, changefeed TOML or "", text the one error line must contain)
+MYSQL_BAD = [
+    (MY + "?worker-count=abc", "", "invalid worker-count 'abc' in sink URI"),
+    (MY + "?worker-count=99999999999", "", "out of range"),
+    (MY + "?max-txn-row=0", "", "invalid max-txn-row '0' in sink URI: must be greater than 0"),
+    ("tidb+ssl://root:hunter2@127.0.0.1/?max-multi-update-row-size=-1", "", "max-multi-update-row-size '-1'"),
+    (MY + "?write-timeout=abc", "", "invalid write-timeout 'abc' in sink URI: not a Go duration"),
+    (MY + "?timeout=0s", "", "invalid timeout '0s'"),
+    (MY + "?safe-mode=yes", "", "invalid safe-mode 'yes' in sink URI"),
+    (MY + "?has-vector-type=maybe", "", "has-vector-type"),
+    (MY + "?worker-count=8&unknown-param=1", "", "unknown MySQL sink URI parameter 'unknown-param'"),
+    (MY + "?worker-count=1&worker-count=2", "", "'worker-count' is given more than once"),
+    (MY + "?ssl-cert=/tmp/c.pem&ssl-key=/tmp/k.pem", "", "need ssl-ca"),
+    ("mysql://root:hunter2@:3307/", "", "no host"),
+    ("mysql://root:hunter2@127.0.0.1:99999/", "", "Port out of range"),
+    ("mysql://root:p%40ss@127.0.0.1:3307/?max-txn-row=x", "", "max-txn-row 'x'"),
+    ("mysql://root:hunter2/x@127.0.0.1:3307/", "", "percent-encode"),
+    ("mysqlx://root:hunter2@127.0.0.1/", "", "unsupported scheme 'mysqlx'"),
+    (MY, "[sink.mysql-config]\nworker-count = 0\n", "invalid worker-count '0' in [sink.mysql-config]"),
+    (MY, "[sink.mysql-config]\nread-timeout = 5\n", "invalid read-timeout '5' in [sink.mysql-config]"),
+    (MY, "[sink.mysql-config]\nbogus = 1\n", "unknown key 'bogus' in [sink.mysql-config]"),
+    (MY, '[sink]\nsafe-mode = "yes"\n', "invalid safe-mode 'yes' in [sink]"),
+    (MY, 'enable-sync-point = true\nsync-point-interval = "10s"\n', "SyncPointInterval:10s must be larger than 30s"),
+]
+
+
+@pytest.fixture(scope="module")
+def mysql_cli_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CdcServer]:
+    """One server for every malformed MySQL sink case: each must leave it without a changefeed."""
+    srv = CdcServer(tmp_path_factory.mktemp("mysql-cli"))
+    srv.start()
+    yield srv
+    assert srv.stop() == 0
+    assert "Traceback" not in (srv.root / "server.log").read_text()
+
+
+@pytest.mark.parametrize(("uri", "toml", "fragment"), MYSQL_BAD)
+def test_create_with_a_malformed_mysql_sink_is_one_line_without_the_password(
+    mysql_cli_server: CdcServer, tmp_path: Path, uri: str, toml: str, fragment: str
+) -> None:
+    args = ["create", "-c", "bad-mysql", "--sink-uri", uri]
+    if toml:
+        (tmp_path / "cf.toml").write_text(toml)
+        args += ["--config", str(tmp_path / "cf.toml")]
+    r = mysql_cli_server.cli(*args)
+    one_error(r, fragment)
+    for secret in ("hunter2", "p@ss", "p%40ss"):
+        assert secret not in r.stdout + r.stderr
+    assert json.loads(mysql_cli_server.cli("list").stdout) == []  # nothing was created

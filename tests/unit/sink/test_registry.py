@@ -74,3 +74,19 @@ def test_kafka_schemes_give_the_kafka_config_and_mask_secrets(scheme: str) -> No
     assert isinstance(cfg, KafkaSinkConfig) and cfg.topic == "t" and cfg.protocol == "simple"
     assert "hunter2" not in repr(cfg)
     assert cfg.flush_interval > 0 and cfg.worker_count >= 1
+
+
+@pytest.mark.parametrize(("scheme", "port"), [("mysql", 3306), ("mysql+ssl", 3306), ("tidb", 4000), ("tidb+ssl", 4000)])
+def test_mysql_schemes_give_the_mysql_config_and_mask_the_password(scheme: str, port: int) -> None:
+    from sparkcdc.sink.mysql.config import MysqlSinkConfig
+
+    toml = {"sink": {"mysql-config": {"max-txn-row": 9}}}
+    cfg = sink_config(f"{scheme}://root:hunter2@127.0.0.1/?worker-count=8", toml)
+    assert isinstance(cfg, MysqlSinkConfig) and cfg.scheme == scheme and cfg.max_txn_row == 9
+    assert (cfg.target.port, cfg.target.tls, cfg.target.password) == (port, scheme.endswith("+ssl"), "hunter2")
+    assert "hunter2" not in repr(cfg) and "hunter2" not in str(cfg)
+    assert cfg.flush_interval > 0 and cfg.worker_count == 8
+    with pytest.raises(ConfigError) as e:
+        sink_config(f"{scheme}://root:hunter2@127.0.0.1/?worker-count=0")
+    assert "worker-count" in e.value.message and "hunter2" not in e.value.message
+    assert e.value.code == "CDC:ErrMySQLInvalidConfig"
