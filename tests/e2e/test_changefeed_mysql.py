@@ -4,6 +4,7 @@ key-changing updates, multi-table transactions and add/drop/modify column, renam
 
 from __future__ import annotations
 
+import itertools
 import json
 import subprocess
 import time
@@ -86,3 +87,55 @@ def test_changefeed_into_mysql_matches_upstream(
     doc = check(db.server.connect_kwargs(), target, db.name)
     assert doc["match"], doc
     assert {t["table"]: t["target_rows"] for t in doc["tables"]} == {"a": 5, "b2": 4, "gone": 1, "part": 4, "ty": 3}
+
+
+def test_sync_points_name_points_where_the_downstream_equals_the_upstream(
+    fresh_db: FreshDatabase,
+    mariadb: MariaDB,
+    target: MysqlTarget,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """With ``enable-sync-point`` and the shortest interval TiCDC allows (30 s), rows appear in
+    ``tidb_cdc.syncpoint_v1`` once per interval; with the upstream quiet, the downstream at a sync point equals the
+    upstream (``cdc check``) and its ``secondary_ts`` is the downstream's GTID position."""
+    db = fresh_db
+    db.execute(*SETUP)
+    tables = [s.replace("CREATE TABLE ", f"CREATE TABLE `{db.name}`.") for s in SETUP]
+    run_sql(target, f"DROP DATABASE IF EXISTS `{db.name}`", "DROP DATABASE IF EXISTS tidb_cdc",
+            f"CREATE DATABASE `{db.name}`", *tables)  # fmt: skip
+    cfg = tmp_path / "cf.toml"
+    cfg.write_text(f'enable-sync-point = true\nsync-point-interval = "30s"\n[filter]\nrules = ["{db.name}.*"]\n')
+    server = SparkServer(tmp_path, mariadb.port or 0).start()
+
+    def points() -> list[tuple[Any, ...]]:
+        """The sync points so far (none before the sink created its table)."""
+        if not run_sql(target, "SELECT 1 FROM information_schema.tables WHERE table_schema = 'tidb_cdc' "
+                               "AND table_name = 'syncpoint_v1'"):  # fmt: skip
+            return []
+        return run_sql(target, "SELECT ticdc_cluster_id, changefeed, CAST(primary_ts AS UNSIGNED), secondary_ts "
+                               "FROM tidb_cdc.syncpoint_v1 ORDER BY 3")  # fmt: skip
+
+    try:
+        created = server.cli("create", "--sink-uri", mysql_uri(target.host, target.port), "--changefeed-id", "sp",
+                             "--config", str(cfg))  # fmt: skip
+        assert created.returncode == 0, created.stderr + created.stdout
+        db.execute(*WORKLOAD)
+        quiet = now_tso(db)  # nothing is written upstream after this
+        deadline = time.monotonic() + 100
+        found = points()
+        while sum(p[2] > quiet for p in found) < 2:
+            assert server.changefeed("sp")["state"] == "normal" and time.monotonic() < deadline, (found, server.tail())
+            time.sleep(1)
+            found = points()
+        doc = check(db.server.connect_kwargs(), target, db.name)
+        gtid = run_sql(target, "SELECT @@gtid_binlog_pos")[0][0]
+    finally:
+        server.stop()
+    assert doc["match"], doc
+    assert {(p[0], p[1]) for p in found} == {("default", "default/sp")}
+    primaries = [p[2] for p in found]
+    intervals = [b >> 18 for b in primaries]  # physical milliseconds
+    assert all((b // 30_000) > (a // 30_000) for a, b in itertools.pairwise(intervals)), found
+    last = found[-1][3]
+    assert last and all(part.count("-") == 2 for part in last.split(",")), found
+    assert last.split("-")[:2] == gtid.split("-")[:2], (last, gtid)  # same domain and server: the downstream's

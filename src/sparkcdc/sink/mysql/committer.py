@@ -3,7 +3,8 @@
 DDLs run through the apply engine's DDL stream (``tidb_cdc.checkpoint``, partition -1): marked pending, executed
 (``USE`` its schema first), marked done; a replayed batch skips a DDL already done and re-runs a pending one
 tolerating "already exists"-type errors, as TiCDC's ``ddl_ts`` table does. Retryable failures are retried for a
-while (:mod:`~sparkcdc.sink.mysql.retry`); others fail the changefeed with the downstream's error.
+while (:mod:`~sparkcdc.sink.mysql.retry`); others fail the changefeed with the downstream's error. With
+``enable-sync-point``, checkpoints become sync points (:mod:`~sparkcdc.sink.mysql.syncpoint`).
 """
 
 from __future__ import annotations
@@ -16,6 +17,8 @@ from sparkcdc.model import DDLEvent, TableInfo
 from sparkcdc.sink.base import SinkContext
 from sparkcdc.sink.mysql.config import MysqlSinkConfig
 from sparkcdc.sink.mysql.retry import with_retries
+from sparkcdc.sink.mysql.session import session_statements
+from sparkcdc.sink.mysql.syncpoint import SyncPoints
 from sparkcdc.sink.mysql.writer import engine_for
 
 
@@ -23,6 +26,7 @@ class MysqlCommitter:
     def __init__(self, config: MysqlSinkConfig, ctx: SinkContext) -> None:
         self.config = config
         self.ctx = ctx
+        self._sync_points: SyncPoints | None = None
 
     def start(self, tables: Callable[[], Sequence[TableInfo]]) -> None:
         return None
@@ -41,4 +45,11 @@ class MysqlCommitter:
             with_retries(run, f"executing DDL {ddl.query!r} on {self.config.target}")
 
     def checkpoint(self, ts: int) -> None:
-        return None
+        if not self.config.enable_sync_point:
+            return
+        if self._sync_points is None:
+            self._sync_points = SyncPoints(self.config.target, self.ctx.changefeed, self.ctx.sink_start_ts,
+                                           self.config.sync_point_interval_ns, self.config.sync_point_retention_ns,
+                                           session_statements(self.config))  # fmt: skip
+        points = self._sync_points
+        with_retries(lambda: points.checkpoint(ts), f"writing a sync point to {self.config.target}")
