@@ -121,13 +121,15 @@ def decode_chunk(
     *,
     tz: tzinfo | str | None = None,
     force_replicate: bool = False,
+    skip_server_id: int | None = None,
 ) -> Iterator[RowChange | DDLEvent]:
     """Yield the row changes and DDL events of every transaction in ``source``, in commit order.
 
     ``schema_source`` is a loaded SchemaHistory or the puller's data dir. TIMESTAMP values render in ``tz``
     (default UTC). Rows of tables without a PK or NOT NULL unique key are skipped (with one warning per
-    table) unless ``force_replicate``. Raises CorruptDataError on a damaged chunk, StorageError when the
-    segment cannot be read.
+    table) unless ``force_replicate``. Transactions written by a session with server_id ``skip_server_id`` are
+    left out (bdr-mode: a changefeed's own writes, see ``sparkcdc.changefeed.bdr``). Raises CorruptDataError on a
+    damaged chunk, StorageError when the segment cannot be read.
     """
     if isinstance(schema_source, SchemaHistory):
         history = schema_source
@@ -138,7 +140,8 @@ def decode_chunk(
     stream, length, name = open_chunk(source)
     try:
         for frame, events in iter_frames(stream, length, name):
-            yield from _decode_frame(frame.commit_ts, frame.flags, events, history, zone, force_replicate)
+            yield from _decode_frame(frame.commit_ts, frame.flags, events, history, zone, force_replicate,
+                                     skip_server_id)  # fmt: skip
     finally:
         stream.close()
 
@@ -150,11 +153,16 @@ def _decode_frame(
     history: SchemaHistory,
     zone: tzinfo,
     force_replicate: bool,
+    skip_server_id: int | None,
 ) -> Iterator[RowChange | DDLEvent]:
     cs = 4 if flags & FLAG_CHECKSUM else 0
     maps: dict[int, tuple[RowDecoder, TableInfo, tuple[int, ...] | None] | None] = {}
     ddl_done = False
+    skipped = False
     for ev in events:
+        if skip_server_id is not None and (skipped or int.from_bytes(ev[5:9], "little") == skip_server_id):
+            skipped = True  # read on: the frame's events must be consumed for its checksum
+            continue
         typ = ev[4]
         if typ in b.ROWS_EVENTS:
             table_id = int.from_bytes(ev[19:25], "little")

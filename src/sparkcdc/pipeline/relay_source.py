@@ -177,7 +177,8 @@ class RelayStreamReader(DataSourceStreamReader):
                        partition.txn_count)  # fmt: skip
         transform = _transform(self.spec)
         # passing the capture dir lets decode_chunk use its per-process schema-history cache
-        events = decode_chunk(ref, self.spec.capture_dir, tz=self.spec.tz, force_replicate=transform.force_replicate)
+        events = decode_chunk(ref, self.spec.capture_dir, tz=self.spec.tz, force_replicate=transform.force_replicate,
+                              skip_server_id=transform.skip_server_id)  # fmt: skip
         yield from transform.rows(events)
 
 

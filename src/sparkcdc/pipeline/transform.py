@@ -22,6 +22,7 @@ import pickle
 from collections.abc import Iterable, Iterator
 from typing import Any
 
+from sparkcdc.changefeed.bdr import BDR_SERVER_ID
 from sparkcdc.errors import SparkcdcError, with_code
 from sparkcdc.model.events import DDLEvent, RowChange
 from sparkcdc.pipeline.spec import FeedSpec
@@ -50,6 +51,7 @@ class ChunkTransform:
         self.table_filter = replica.table_filter()
         self.event_filter = replica.event_filter()
         self.force_replicate = bool(replica.force_replicate)
+        self.skip_server_id = BDR_SERVER_ID if replica.bdr_mode else None
         self.encoder = spec.sink().encoder(spec.sink_config(), spec.sink_context())
         self._match: dict[tuple[str, str], bool] = {}
         self._sent_info: set[tuple[str, str, int, int]] = set()

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Final
 
+from sparkcdc.changefeed.bdr import BDR_SERVER_ID
 from sparkcdc.sink.mysql.config import MysqlSinkConfig
 
 # TiCDC keeps its downstream bookkeeping (syncpoint_v1, ddl_ts_v1) in tidb_cdc, a schema every changefeed filters out.
@@ -11,5 +12,6 @@ CHECKPOINT_SCHEMA: Final = "tidb_cdc"
 
 
 def session_statements(config: MysqlSinkConfig) -> tuple[str, ...]:
-    """Statements run on every new write connection."""
-    return ()
+    """Statements run on every new write connection: in bdr-mode, the session's server_id marks every write as
+    the changefeed's own (``sparkcdc.changefeed.bdr``; MariaDB allows it to a user with SUPER/BINLOG ADMIN)."""
+    return (f"SET SESSION server_id = {BDR_SERVER_ID}",) if config.bdr_mode else ()
