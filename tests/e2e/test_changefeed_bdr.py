@@ -17,8 +17,8 @@ import pytest
 from sparkcdc.changefeed.bdr import BDR_SERVER_ID
 from sparkcdc.devtools.mariadb import MariaDB
 from sparkcdc.mysql.target import MysqlTarget
+from tests.e2e.downstream import check, mysql_uri
 from tests.e2e.test_changefeed_kafka import wait_checkpoint
-from tests.e2e.test_changefeed_mysql import check, mysql_uri
 from tests.fixtures.mariadb import FreshDatabase
 from tests.integration.consumer.servers import run_sql, target_of
 from tests.integration.pipeline.server import SparkServer, now_tso

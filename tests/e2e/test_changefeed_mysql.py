@@ -5,8 +5,6 @@ key-changing updates, multi-table transactions and add/drop/modify column, renam
 from __future__ import annotations
 
 import itertools
-import json
-import subprocess
 import time
 from pathlib import Path
 from typing import Any
@@ -15,10 +13,11 @@ import pytest
 
 from sparkcdc.devtools.mariadb import MariaDB
 from sparkcdc.mysql.target import MysqlTarget
-from tests.e2e.test_consumer_changefeed import CDC, SETUP, WORKLOAD
+from tests.e2e.downstream import check, mysql_uri
+from tests.e2e.test_consumer_changefeed import SETUP, WORKLOAD
 from tests.fixtures.mariadb import FreshDatabase
 from tests.integration.consumer.servers import downstream_server, run_sql, target  # noqa: F401
-from tests.integration.pipeline.server import SparkServer, now_tso, server_env
+from tests.integration.pipeline.server import SparkServer, now_tso
 
 pytestmark = pytest.mark.e2e
 
@@ -42,18 +41,6 @@ MORE = [
     "DELETE FROM ty WHERE id = 18446744073709551615",
     "INSERT INTO ty (id, bin) VALUES (18446744073709551615, 0x0000)",
 ]
-
-
-def mysql_uri(host: str, port: int, query: str = "") -> str:
-    return f"mysql://root@{host}:{port}/{query}"
-
-
-def check(up: dict[str, Any], target: MysqlTarget, db: str) -> dict[str, Any]:  # noqa: F811
-    res = subprocess.run([CDC, "check", "--source", mysql_uri(up["host"], up["port"]), "--target",
-                          mysql_uri(target.host, target.port), "--tables", f"{db}.*", "--output", "json"],
-                         capture_output=True, text=True, timeout=300, env=server_env())  # fmt: skip
-    doc: dict[str, Any] = json.loads(res.stdout)
-    return doc
 
 
 def test_changefeed_into_mysql_matches_upstream(

@@ -23,9 +23,9 @@ import pytest
 
 from sparkcdc.devtools.mariadb import MariaDB
 from sparkcdc.mysql.target import MysqlTarget
+from tests.e2e.downstream import check, mysql_uri
 from tests.e2e.test_changefeed_kafka import wait_checkpoint
 from tests.e2e.test_changefeed_kafka_faults import StatusWatch, clock_tso
-from tests.e2e.test_changefeed_mysql import check, mysql_uri
 from tests.fixtures.mariadb import FreshDatabase
 from tests.integration.consumer.servers import downstream_server, run_sql, target, target_of  # noqa: F401
 from tests.integration.pipeline.server import Background, SparkServer, Workload, now_tso

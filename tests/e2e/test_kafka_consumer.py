@@ -18,6 +18,7 @@ import pytest
 from sparkcdc.devtools.kafka import KafkaBroker, read_topic
 from sparkcdc.devtools.mariadb import MariaDB
 from sparkcdc.mysql.target import MysqlTarget
+from tests.e2e.downstream import check, mysql_uri
 from tests.e2e.test_consumer_changefeed import CDC, SETUP, WORKLOAD
 from tests.fixtures.mariadb import FreshDatabase
 from tests.integration.consumer.servers import downstream_server, run_sql, target  # noqa: F401
@@ -30,18 +31,6 @@ FLAVOURS = {
     "simple-json": ("protocol=simple", ""),
     "simple-avro": ("protocol=simple", '[sink.kafka-config.codec-config]\nencoding-format = "avro"\n'),
 }
-
-
-def mysql_uri(host: str, port: int) -> str:
-    return f"mysql://root@{host}:{port}/"
-
-
-def check(up: dict[str, Any], target: MysqlTarget, db: str) -> dict[str, Any]:  # noqa: F811
-    res = subprocess.run([CDC, "check", "--source", mysql_uri(up["host"], up["port"]), "--target",
-                          mysql_uri(target.host, target.port), "--tables", f"{db}.*", "--output", "json"],
-                         capture_output=True, text=True, timeout=300, env=server_env())  # fmt: skip
-    doc: dict[str, Any] = json.loads(res.stdout)
-    return doc
 
 
 def replicate_to_kafka(db: FreshDatabase, mariadb: MariaDB, tmp_path: Path, uri: str, codec_toml: str,
@@ -88,9 +77,18 @@ def test_changefeed_kafka_consumer_check(
     uri = f"kafka://{kafka_broker.bootstrap}/{topic}?{params}&partition-num=3"
     cfg = replicate_to_kafka(db, mariadb, tmp_path, uri, codec_toml, lambda _: db.execute(*SETUP, *WORKLOAD))
     log = tmp_path / "consumer.log"
+    doc = consume_until_match(uri, cfg, f"g-{topic}", db, target, log)
+    assert {t["table"] for t in doc["tables"]} == {"a", "b2", "gone", "part"}, doc
+    assert {t["table"]: t["target_rows"] for t in doc["tables"]} == {"a": 4, "b2": 4, "gone": 1, "part": 4}
+
+
+def consume_until_match(uri: str, cfg: Path, group: str, db: FreshDatabase, target: MysqlTarget,  # noqa: F811
+                        log: Path) -> dict[str, Any]:  # fmt: skip
+    """Run ``cdc kafka-consumer`` on ``uri`` until ``cdc check`` of ``db`` matches, then stop it (SIGTERM: exit 0,
+    no traceback); returns the check's document."""
     consumer = subprocess.Popen(
         [CDC, "kafka-consumer", "--upstream-uri", uri, "--downstream-uri", mysql_uri(target.host, target.port),
-         "--config", str(cfg), "--consumer-group-id", f"g-{topic}", "--log-file", str(log), "--quiet"],
+         "--config", str(cfg), "--consumer-group-id", group, "--log-file", str(log), "--quiet"],
         stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=server_env(),
     )  # fmt: skip
     up = db.server.connect_kwargs()
@@ -105,8 +103,7 @@ def test_changefeed_kafka_consumer_check(
         _out, err = consumer.communicate(timeout=60)
     assert consumer.returncode == 0, err
     assert "Traceback" not in err + log.read_text()
-    assert {t["table"] for t in doc["tables"]} == {"a", "b2", "gone", "part"}, doc
-    assert {t["table"]: t["target_rows"] for t in doc["tables"]} == {"a": 4, "b2": 4, "gone": 1, "part": 4}
+    return doc
 
 
 def test_kill_9_of_the_consumer_during_apply_loses_and_repeats_nothing(
@@ -214,24 +211,8 @@ def test_a_consumer_joining_mid_stream_on_a_simple_topic_matches_upstream(
     assert held, "the tail must start with rows whose schema the consumer does not know yet"
     log = tmp_path / "consumer.log"
     tail_uri = f"kafka://{kafka_broker.bootstrap}/{tail_topic}?{params}"
-    consumer = subprocess.Popen(
-        [CDC, "kafka-consumer", "--upstream-uri", tail_uri, "--downstream-uri", mysql_uri(target.host, target.port),
-         "--config", str(cfg), "--consumer-group-id", f"g-{tail_topic}", "--log-file", str(log), "--quiet"],
-        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=server_env(),
-    )  # fmt: skip
-    up = db.server.connect_kwargs()
-    try:
-        deadline = time.monotonic() + 120
-        while not (doc := check(up, target, db.name)).get("match"):
-            assert consumer.poll() is None, (consumer.communicate(), log.read_text())
-            assert time.monotonic() < deadline, (doc, log.read_text()[-3000:])
-            time.sleep(1)
-    finally:
-        consumer.send_signal(signal.SIGTERM)
-        _out, err = consumer.communicate(timeout=60)
-    assert consumer.returncode == 0, err
-    text = log.read_text()
-    assert "joined mid-stream: dropped" not in text and "Traceback" not in text + err, text[-3000:]
+    doc = consume_until_match(tail_uri, cfg, f"g-{tail_topic}", db, target, log)
+    assert "joined mid-stream: dropped" not in log.read_text()
     assert {t["table"]: t["target_rows"] for t in doc["tables"]} == {"m": 50, "n": 51}
 
 

@@ -141,6 +141,11 @@ class ApplyEngine:
             self._local.applier = a
         return a
 
+    @property
+    def main_applier(self) -> MysqlApplier:
+        """The engine's own connection (DDLs, checkpoints, a sink's bookkeeping such as sync points)."""
+        return self._main
+
     def reload(self) -> None:
         """Read every stream's checkpoint of this changefeed from the downstream."""
         self.checkpoints = self._main.load_checkpoints()

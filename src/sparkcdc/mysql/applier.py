@@ -325,6 +325,21 @@ class MysqlApplier:
             raise self._error("reading information_schema", e) from None
         return bool(row and row[0])
 
+    def transaction(self, statements: Sequence[tuple[str, Sequence[Any]]]) -> list[list[Any]]:
+        """Run ``(sql, args)`` statements in one transaction; returns each one's rows. Raises SparkcdcError."""
+        conn = self._connection()
+        out: list[list[Any]] = []
+        try:
+            with conn.cursor() as cur:
+                for sql, args in statements:
+                    cur.execute(sql, tuple(args) or None)
+                    out.append(list(cur.fetchall()))
+            conn.commit()
+        except Exception as e:
+            self._rollback()
+            raise self._error(f"executing {statements[-1][0][:200]!r}", e) from None
+        return out
+
     def execute(self, sql: str) -> None:
         """Run one statement in its own transaction (used for CREATE TABLE from a schema file)."""
         conn = self._connection()

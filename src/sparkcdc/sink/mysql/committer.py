@@ -17,7 +17,6 @@ from sparkcdc.model import DDLEvent, TableInfo
 from sparkcdc.sink.base import SinkContext
 from sparkcdc.sink.mysql.config import MysqlSinkConfig
 from sparkcdc.sink.mysql.retry import with_retries
-from sparkcdc.sink.mysql.session import session_statements
 from sparkcdc.sink.mysql.syncpoint import SyncPoints
 from sparkcdc.sink.mysql.writer import engine_for
 
@@ -47,9 +46,12 @@ class MysqlCommitter:
     def checkpoint(self, ts: int) -> None:
         if not self.config.enable_sync_point:
             return
-        if self._sync_points is None:
-            self._sync_points = SyncPoints(self.config.target, self.ctx.changefeed, self.ctx.sink_start_ts,
-                                           self.config.sync_point_interval_ns, self.config.sync_point_retention_ns,
-                                           session_statements(self.config))  # fmt: skip
-        points = self._sync_points
-        with_retries(lambda: points.checkpoint(ts), f"writing a sync point to {self.config.target}")
+        def write() -> bool:
+            if self._sync_points is None:  # connects: may fail too
+                applier = engine_for(self.config, self.ctx.changefeed).main_applier
+                self._sync_points = SyncPoints(applier, self.ctx.changefeed, self.ctx.sink_start_ts,
+                                               self.config.sync_point_interval_ns,
+                                               self.config.sync_point_retention_ns)  # fmt: skip
+            return self._sync_points.checkpoint(ts)
+
+        with_retries(write, f"writing a sync point to {self.config.target}")

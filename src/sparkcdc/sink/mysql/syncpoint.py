@@ -14,12 +14,10 @@ that GTID strings fit, this sink creates ``secondary_ts`` as varchar(255) where 
 from __future__ import annotations
 
 import logging
-from typing import Any, Final
+from typing import Final
 
-from sparkcdc.errors import SparkcdcError
 from sparkcdc.model.tso import physical
-from sparkcdc.mysql.applier import RETRYABLE_ERRORS
-from sparkcdc.mysql.target import MysqlTarget, safe_error
+from sparkcdc.mysql.applier import MysqlApplier
 
 log = logging.getLogger(__name__)
 
@@ -51,71 +49,44 @@ def due(ts: int, last: int, interval_ms: int) -> bool:
 
 
 class SyncPoints:
-    """Writes the sync points of one changefeed run (driver side). Raises SparkcdcError from :meth:`checkpoint`."""
+    """Writes the sync points of one changefeed run (driver side) through ``applier``'s connection (the sink's
+    session: in bdr-mode, marked). Raises SparkcdcError from :meth:`checkpoint`."""
 
-    def __init__(self, target: MysqlTarget, changefeed: str, start_ts: int, interval_ns: int, retention_ns: int,
-                 session: tuple[str, ...] = ()) -> None:  # fmt: skip
-        self.target = target
+    def __init__(self, applier: MysqlApplier, changefeed: str, start_ts: int, interval_ns: int,
+                 retention_ns: int) -> None:  # fmt: skip
+        self.applier = applier
         self.changefeed = changefeed
         self.interval_ms = max(1, interval_ns // 1_000_000)
         self.retention_s = max(1, retention_ns // 1_000_000_000)
-        self.session = session
-        self._last: int | None = None
         self._start = start_ts
-        self._conn: Any = None
+        self._last: int | None = None
+        self._secondary = ""
 
-    def _connection(self) -> Any:
-        if self._conn is None:
-            conn = self.target.connect(database="", autocommit=False)
-            with conn.cursor() as cur:
-                for sql in self.session:
-                    cur.execute(sql)
-                cur.execute("CREATE DATABASE IF NOT EXISTS `tidb_cdc`")
-                cur.execute(_CREATE)
-                cur.execute("SELECT @@version")
-                self._secondary = secondary_ts_sql(str(cur.fetchone()[0]))
-                cur.execute(f"SELECT MAX(CAST(primary_ts AS UNSIGNED)) FROM {_TABLE} WHERE changefeed=%s",
-                            (self.changefeed,))  # fmt: skip
-                found = cur.fetchone()[0]
-            conn.commit()
-            self._last = max(self._start, int(found or 0))
-            self._conn = conn
-        return self._conn
+    def _setup(self) -> int:
+        """Create the table, learn the downstream's kind and the last sync point; returns it."""
+        if self._last is None:
+            _, _, version, found = self.applier.transaction([
+                ("CREATE DATABASE IF NOT EXISTS `tidb_cdc`", ()),
+                (_CREATE, ()),
+                ("SELECT @@version", ()),
+                (f"SELECT MAX(CAST(primary_ts AS UNSIGNED)) FROM {_TABLE} WHERE changefeed=%s", (self.changefeed,)),
+            ])  # fmt: skip
+            self._secondary = secondary_ts_sql(str(version[0][0]))
+            self._last = max(self._start, int(found[0][0] or 0))
+        return self._last
 
     def checkpoint(self, ts: int) -> bool:
         """Record ``ts`` as a sync point when it is due; True when it was."""
-        try:
-            conn = self._connection()
-            if self._last is not None and not due(ts, self._last, self.interval_ms):
-                return False
-            with conn.cursor() as cur:
-                cur.execute(self._secondary)
-                secondary = str(cur.fetchone()[0] or "")
-                cur.execute(f"INSERT IGNORE INTO {_TABLE} (ticdc_cluster_id, changefeed, primary_ts, secondary_ts) "
-                            "VALUES (%s, %s, %s, %s)", (CLUSTER_ID, self.changefeed, str(ts), secondary))  # fmt: skip
-                cur.execute(f"DELETE IGNORE FROM {_TABLE} WHERE ticdc_cluster_id=%s AND changefeed=%s AND "
-                            "created_at < (NOW() - INTERVAL %s SECOND)",
-                            (CLUSTER_ID, self.changefeed, self.retention_s))  # fmt: skip
-            conn.commit()
-        except SparkcdcError:
-            self.close()
-            raise
-        except Exception as e:
-            self.close()
-            errno = e.args[0] if e.args and isinstance(e.args[0], int) else 0
-            raise SparkcdcError(
-                f"downstream {self.target}: writing sync point {ts} failed: {safe_error(e, self.target.password)}",
-                code="CDC:ErrMySQLTxnError",
-                retryable=errno in RETRYABLE_ERRORS or errno >= 2000,
-            ) from None
+        if not due(ts, self._setup(), self.interval_ms):
+            return False
+        secondary, _, _ = self.applier.transaction([
+            (self._secondary, ()),
+            (f"INSERT IGNORE INTO {_TABLE} (ticdc_cluster_id, changefeed, primary_ts, secondary_ts) "
+             "VALUES (%s, %s, %s, (SELECT " + self._secondary.removeprefix("SELECT ") + "))",
+             (CLUSTER_ID, self.changefeed, str(ts))),
+            (f"DELETE IGNORE FROM {_TABLE} WHERE ticdc_cluster_id=%s AND changefeed=%s AND "
+             "created_at < (NOW() - INTERVAL %s SECOND)", (CLUSTER_ID, self.changefeed, self.retention_s)),
+        ])  # fmt: skip
         self._last = ts
-        log.info("changefeed=%s: sync point primary_ts=%d secondary_ts=%s", self.changefeed, ts, secondary)
+        log.info("changefeed=%s: sync point primary_ts=%d secondary_ts=%s", self.changefeed, ts, secondary[0][0])
         return True
-
-    def close(self) -> None:
-        if self._conn is not None:
-            try:
-                self._conn.close()
-            except Exception:
-                pass
-            self._conn = None
