@@ -45,8 +45,12 @@ from typing import Any
 from sparkcdc.capture import Puller, PullerConfig, RelayLog
 from sparkcdc.devtools.mariadb import MariaDB
 from sparkcdc.model import tso
+from sparkcdc.pipeline.progress import read_progress
 from sparkcdc.pipeline.query import build_session, start_query, stop_between_batches
 from sparkcdc.pipeline.spec import FeedSpec
+
+# The workload's tables (``Bench.create_tables``); a benchmark with a database downstream creates them there too.
+TABLE_COLUMNS = "id BIGINT PRIMARY KEY, a INT, b VARCHAR(64), c DECIMAL(12,2), d DATETIME"
 
 
 def _tree_stats(root: int) -> list[tuple[int, str, list[str]]]:
@@ -125,6 +129,16 @@ def metadata_checkpoint(spec: FeedSpec, sink: Path) -> Callable[[], int]:
     return read
 
 
+def progress_checkpoint(spec: FeedSpec, _sink: Path) -> Callable[[], int]:
+    """Any sink's checkpoint as the pipeline records it: ``checkpoint_ts`` in the spec's ``progress.json``."""
+
+    def read() -> int:
+        progress = read_progress(spec.progress_path)
+        return 0 if progress is None else progress.checkpoint_ts
+
+    return read
+
+
 class CheckpointLog:
     """Polls a checkpoint reader every 20 ms and keeps (wall time, checkpoint) at each change."""
 
@@ -175,7 +189,7 @@ class Bench:
 
         self.conn = pymysql.connect(**self.db.connect_kwargs("root", autocommit=True))
         self.capture = work / "capture"
-        kwargs = {"host": "127.0.0.1", "port": self.db.port, "user": "cdc", "password": "cdcpw"}
+        kwargs: dict[str, Any] = {"host": "127.0.0.1", "port": self.db.port, "user": "cdc", "password": "cdcpw"}
         self.puller = Puller(PullerConfig(data_dir=str(self.capture), heartbeat_s=0.5, **kwargs))
         self.stop = threading.Event()
         self.thread = threading.Thread(target=self.puller.run, args=(self.stop,), daemon=True)
@@ -215,11 +229,13 @@ class Bench:
                         config={"filter": {"rules": [f"{db}.*"]}}, start_ts=start, sink_start_ts=start)  # fmt: skip
         return spec, sink
 
-    def run_feed(self, spark: Any, name: str, db: str, fn: Any) -> Any:
-        """Start a changefeed query on ``db``.*, wait until it runs, call ``fn(log)``, stop it."""
-        spec, sink = self.feed_spec(name, db)
+    def run_feed(self, spark: Any, name: str, db: str, fn: Any, sink_uri: str | None = None,
+                 checkpoint: CheckpointReader = metadata_checkpoint) -> Any:  # fmt: skip
+        """Start a changefeed query on ``db``.*, wait until it runs, call ``fn(log)``, stop it. The sink is
+        ``sink_uri`` (default: the storage sink), its checkpoint read by ``checkpoint``."""
+        spec, sink = self.feed_spec(name, db, sink_uri)
         query = start_query(spark, spec)
-        log = CheckpointLog(metadata_checkpoint(spec, sink))
+        log = CheckpointLog(checkpoint(spec, sink))
         try:
             log.wait(spec.start_ts + 1, 300)  # first batch done: the query is warm
             return fn(log)
@@ -230,8 +246,7 @@ class Bench:
     def create_tables(self, db: str) -> None:
         self.sql(f"CREATE DATABASE {db}")
         for i in range(self.args.tables):
-            self.sql(f"CREATE TABLE {db}.t{i} (id BIGINT PRIMARY KEY, a INT, b VARCHAR(64), c DECIMAL(12,2), "
-                     "d DATETIME)")  # fmt: skip
+            self.sql(f"CREATE TABLE {db}.t{i} ({TABLE_COLUMNS})")
 
     def load(self, db: str) -> int:
         """Commit the workload into ``db``; returns a TSO above its last commit."""

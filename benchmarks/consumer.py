@@ -220,24 +220,30 @@ def _tsv(v: Any) -> str:
     return s.replace("\\", "\\\\").replace("\t", "\\t").replace("\n", "\\n")
 
 
-def run_load_data(target: MysqlTarget, streams: dict[str, list[RowChange]], workdir: Path) -> tuple[float, int]:
+def load_data(
+    target: MysqlTarget, rows: dict[str, list[tuple[Any, ...]]], db: str, columns: list[str], workdir: Path
+) -> float:
+    """Seconds ``LOAD DATA LOCAL INFILE`` takes to load each table's ``rows`` (written to TSV files under
+    ``workdir`` first, untimed) into ``db``.<table> (``columns``), one transaction, one connection."""
     files = {}
-    total = 0
-    for table, evs in streams.items():
-        rows = final_rows(evs)
-        total += len(rows)
-        p = workdir / f"{table}.tsv"
-        p.write_text("".join("\t".join(_tsv(v) for v in r) + "\n" for r in rows))
+    for table, table_rows in rows.items():
+        p = workdir / f"{db}.{table}.tsv"
+        p.write_text("".join("\t".join(_tsv(v) for v in r) + "\n" for r in table_rows))
         files[table] = p
     conn = target.connect(database="", autocommit=False, local_infile=True)
     started = time.perf_counter()
     with conn.cursor() as cur:
         for table in sorted(files):
-            cur.execute(f"LOAD DATA LOCAL INFILE '{files[table]}' INTO TABLE ceiling.{table} ({','.join(NAMES)})")
+            cur.execute(f"LOAD DATA LOCAL INFILE '{files[table]}' INTO TABLE {db}.{table} ({','.join(columns)})")
     conn.commit()
     elapsed = time.perf_counter() - started
     conn.close()
-    return elapsed, total
+    return elapsed
+
+
+def run_load_data(target: MysqlTarget, streams: dict[str, list[RowChange]], workdir: Path) -> tuple[float, int]:
+    finals = {table: final_rows(evs) for table, evs in streams.items()}
+    return load_data(target, finals, "ceiling", NAMES, workdir), sum(len(r) for r in finals.values())
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -42,9 +42,8 @@ from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-from changefeed import Bench
+from changefeed import Bench, progress_checkpoint
 from sparkcdc.devtools.kafka import KafkaBroker
-from sparkcdc.pipeline.progress import read_progress
 from sparkcdc.pipeline.query import build_session
 from sparkcdc.pipeline.spec import FeedSpec
 from sparkcdc.sink.kafka.committer import TOPICS_FILE
@@ -65,14 +64,9 @@ class KafkaFeed:
         self.uri = f"kafka://{bootstrap}/{topic}?protocol={protocol}{extension}&partition-num={PARTITIONS}"
         self.spec: FeedSpec | None = None
 
-    def checkpoint(self, spec: FeedSpec, _sink: Path) -> Callable[[], int]:
+    def checkpoint(self, spec: FeedSpec, sink: Path) -> Callable[[], int]:
         self.spec = spec
-
-        def read() -> int:
-            progress = read_progress(spec.progress_path)
-            return 0 if progress is None else progress.checkpoint_ts
-
-        return read
+        return progress_checkpoint(spec, sink)
 
     def topics(self) -> list[str]:
         """The topics the changefeed wrote (the sink records them in its state dir) and its default topic."""
