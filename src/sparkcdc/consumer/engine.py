@@ -34,7 +34,8 @@ from sparkcdc.mysql.target import MysqlTarget
 
 log = logging.getLogger(__name__)
 
-ORDERED_PARTITION = -2  # checkpoint rows of tables applied from an ordered source (storage streams use >= 0)
+ORDERED_PARTITION = -2  # checkpoint rows of tables applied from an ordered source (storage streams use >= 0);
+# an ordered source that splits a table into key slots uses ORDERED_PARTITION - slot for slot 1, 2, ...
 DEFAULT_BATCH_ROWS = 20000
 StreamKey = tuple[str, str, int]
 
@@ -120,6 +121,7 @@ class ApplyEngine:
         self.stats = stats if stats is not None else EngineStats()
         self.on_progress = on_progress
         self._local = threading.local()
+        self._pool: ThreadPoolExecutor | None = None  # one per engine: its threads' connections are reused
         self._appliers: list[MysqlApplier] = []
         self._appliers_lock = threading.Lock()
         self._known_tables: set[tuple[str, str]] = set()
@@ -156,6 +158,9 @@ class ApplyEngine:
         return cp.table_version if cp is not None else 0
 
     def close(self) -> None:
+        if self._pool is not None:
+            self._pool.shutdown(wait=True)
+            self._pool = None
         with self._appliers_lock:
             for a in self._appliers:
                 a.close()
@@ -179,9 +184,10 @@ class ApplyEngine:
             for k in keys:
                 self._stream(k, streams[k])
             return
-        with ThreadPoolExecutor(max_workers=min(self.workers, len(keys)), thread_name_prefix="apply") as pool:
-            futures = [pool.submit(self._stream, k, streams[k]) for k in keys]
-            errors = [e for e in (f.exception() for f in futures) if e is not None]
+        if self._pool is None:
+            self._pool = ThreadPoolExecutor(max_workers=self.workers, thread_name_prefix="apply")
+        futures = [self._pool.submit(self._stream, k, streams[k]) for k in keys]
+        errors = [e for e in (f.exception() for f in futures) if e is not None]
         if errors:
             raise errors[0]
 
@@ -189,7 +195,7 @@ class ApplyEngine:
         applier = self._applier()
         for batch in batches:
             cp = self.checkpoints.get(key)
-            ordered = key[2] == ORDERED_PARTITION
+            ordered = key[2] <= ORDERED_PARTITION
             rows, skipped = _fresh(batch.rows, cp.commit_ts if cp is not None else 0, ordered)
             if ordered and not rows:  # all replayed: its position is not ahead of the checkpoint
                 with self.stats.lock:
@@ -277,14 +283,14 @@ def ordered_step(rows: Sequence[RowChange], upto: int, batch_rows: int = DEFAULT
     streams = {
         (schema, table, ORDERED_PARTITION): [
             Batch(b, Checkpoint(schema, table, ORDERED_PARTITION, commit_ts=b[-1].commit_ts))
-            for b in _batches(changes, max(1, batch_rows))
+            for b in batches(changes, max(1, batch_rows))
         ]
         for (schema, table), changes in tables.items()
     }
     return RowsStep(streams, upto)
 
 
-def _batches(rows: Sequence[RowChange], size: int) -> Iterator[Sequence[RowChange]]:
+def batches(rows: Sequence[RowChange], size: int) -> Iterator[Sequence[RowChange]]:
     """Batches of about ``size`` rows, cut only between transactions (commit-ts changes)."""
     start = 0
     while start < len(rows):

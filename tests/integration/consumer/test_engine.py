@@ -127,3 +127,21 @@ def test_a_ddl_runs_once_and_a_pending_one_is_replayed_tolerantly(downstream: My
         restarted.apply(bad)
     engine.close()
     restarted.close()
+
+
+def test_connections_stay_bounded_over_many_parallel_steps(downstream: MysqlTarget) -> None:
+    """Each parallel step reuses the engine's worker threads and their connections (a pool per step leaked four
+    connections a step until the server refused more)."""
+
+    def connections() -> int:
+        return int(run_sql(downstream, "SELECT COUNT(*) FROM information_schema.PROCESSLIST")[0][0])
+
+    before = connections()
+    engine = ApplyEngine(downstream, changefeed="e6", workers=3)
+    a, b = table("a"), table("b")
+    for ts in range(10, 60):
+        engine.apply(ordered_step([put(a, ts, ts, "x"), put(b, ts, ts, "y")], ts))
+    assert engine.stats.rows_applied == 100
+    assert connections() - before <= 1 + 3  # the engine's own and one per worker thread
+    engine.close()
+    assert connections() <= before

@@ -1,27 +1,29 @@
 """Executor side, sink stage: a task's payloads (whole tables) -> rows applied downstream, effectively once.
 
-The task's rows go through the consumers' :class:`~sparkcdc.consumer.engine.ApplyEngine` as one ordered step: per
-table, in commit order, upstream transactions grouped into downstream transactions of about ``max-txn-row`` rows
-(an upstream transaction is never split: its table's part commits atomically), each with the table's checkpoint row
-in ``tidb_cdc.checkpoint`` in the same downstream transaction. A batch Spark replays after a crash therefore skips
-every transaction at or below a table's checkpoint and applies the rest: a kill -9 at any point leaves the
-downstream exactly at a transaction boundary per table. The engine (and its connections) lives as long as the
-worker process, so batches reuse connections.
+The task's rows go through the consumers' :class:`~sparkcdc.consumer.engine.ApplyEngine` in the steps TiCDC's
+conflict detection gives them (:mod:`~sparkcdc.sink.mysql.conflict`: per table, transactions on different key slots
+in parallel, those on the same keys in commit order), upstream transactions grouped into downstream transactions of
+about ``max-txn-row`` rows (an upstream transaction is never split: its table's part commits atomically), each with
+its slot's checkpoint row in ``tidb_cdc.checkpoint`` in the same downstream transaction. A batch Spark replays after
+a crash therefore skips every transaction at or below its slot's checkpoint and applies the rest: a kill -9 at any
+point leaves every slot of every table exactly at a transaction boundary. The engine (and its connections) lives as
+long as the worker process, so batches reuse connections.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
 
-from sparkcdc.consumer.engine import ApplyEngine, ordered_step
+from sparkcdc.consumer.engine import ApplyEngine
 from sparkcdc.model import RowChange
 from sparkcdc.sink.base import Routed, SinkContext
 from sparkcdc.sink.mysql.config import MysqlSinkConfig
+from sparkcdc.sink.mysql.conflict import SLOTS, plan_steps
 from sparkcdc.sink.mysql.encoder import unpack
 from sparkcdc.sink.mysql.retry import with_retries
 from sparkcdc.sink.mysql.session import CHECKPOINT_SCHEMA, session_statements
 
-_TABLE_THREADS = 4  # tables of one task applied in parallel, one connection each
+_TABLE_THREADS = SLOTS  # streams (tables, key slots of a table) applied in parallel, one connection each
 _engines: dict[tuple[str, MysqlSinkConfig], ApplyEngine] = {}
 
 
@@ -54,12 +56,13 @@ class MysqlTaskWriter:
             chunks.sort(key=lambda c: (c.commit_ts, c.seq))
             for c in chunks:
                 rows.extend(unpack(c.data, c.info))
-        step = ordered_step(rows, max(r.commit_ts for r in rows), self.config.max_txn_row)
+        steps = plan_steps(rows, max(r.commit_ts for r in rows), self.config.max_txn_row)
 
         def apply() -> None:
             engine = engine_for(self.config, self.ctx.changefeed)  # connects: may fail too
-            engine.reload()  # after a failure some tables committed: their checkpoints moved
-            engine.apply(step)
+            engine.reload()  # after a failure some streams committed: their checkpoints moved
+            for step in steps:
+                engine.apply(step)
 
         with_retries(apply, f"writing {len(rows)} rows to {self.config.target}")
         return len(rows)

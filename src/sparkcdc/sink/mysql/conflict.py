@@ -1,0 +1,153 @@
+"""TiCDC's conflict detection, for a batch: a table's transactions split over key slots applied in parallel.
+
+TiCDC hashes every primary/unique key value a transaction touches (old and new images) into slots; transactions
+sharing a slot keep their commit order on one worker, the others run in parallel. Here a writer task holds a whole
+micro-batch of a table, so the split is planned up front (pure, :func:`plan_steps`):
+
+* a transaction whose keys all fall into one slot goes to that slot's stream; the slots of a table are applied in
+  parallel, each in commit order, each with its own checkpoint row (partition ``ORDERED_PARTITION - slot``);
+* a transaction touching several slots is a barrier: the slots' streams so far are applied, then it (and the
+  multi-slot transactions right after it) alone, in slot 0's stream, then parallel streams again. So a replay after
+  a crash skips exactly what was applied: whether a transaction is single- or multi-slot, and which slot, depends
+  only on its own rows, and a slot's checkpoint only moves past a transaction once it and every earlier transaction
+  of that slot (for slot 0: of every slot, at a barrier) are committed.
+
+Slots come from a stable hash of the key values (``repr``, CRC-32), never Python's per-process ``hash``: a replay in
+another process must put a transaction in the same slot. Text in a unique key under a collation that is not
+binary (``utf8mb4_general_ci``: ``'a' = 'A' = 'á'``) cannot be hashed safely, so such an index counts as touching
+every slot (those transactions go serially, as do tables without a primary or unique key).
+"""
+
+from __future__ import annotations
+
+import zlib
+from collections.abc import Iterator, Sequence
+from typing import Final
+
+from sparkcdc.consumer.engine import ORDERED_PARTITION, Batch, RowsStep, StreamKey, batches
+from sparkcdc.model import RowChange, TableInfo
+from sparkcdc.mysql.applier import Checkpoint
+
+SLOTS: Final = 4  # fixed: a replay must find a transaction in the slot it was applied from
+
+
+def slot_partition(slot: int) -> int:
+    return ORDERED_PARTITION - slot
+
+
+class KeySlots:
+    """The slots a row of one table version touches."""
+
+    def __init__(self, table: TableInfo, slots: int = SLOTS) -> None:
+        self.slots = slots
+        self.every = frozenset(range(slots))
+        indexes: list[tuple[int, ...]] = []
+        serial = False
+        for idx in table.indexes:
+            if not (idx.primary or idx.unique):
+                continue
+            positions = tuple(table.column_position(c) for c in idx.columns)
+            if any(_loose(table, p) for p in positions):
+                serial = True
+            indexes.append(positions)
+        if not indexes and table.handle_key_positions:  # a table known only by its handle key (schema files)
+            positions = table.handle_key_positions
+            serial = any(_loose(table, p) for p in positions)
+            indexes.append(positions)
+        self.indexes = tuple(indexes)
+        self.serial = serial or not indexes
+
+    def of(self, row: RowChange) -> frozenset[int]:
+        if self.serial:
+            return self.every
+        out = set()
+        for image in (row.before, row.after):
+            if image is None:
+                continue
+            for positions in self.indexes:
+                values = tuple(image[p] for p in positions)
+                if None not in values:  # NULLs never conflict in a unique index
+                    out.add(zlib.crc32(repr(values).encode("utf-8", "surrogatepass")) % self.slots)
+        return frozenset(out) if out else frozenset({0})
+
+
+def _loose(table: TableInfo, position: int) -> bool:
+    """Whether equal keys may differ in their Python values (text under a collation that is not binary)."""
+    col = table.columns[position]
+    collation = col.effective_collation
+    return col.effective_charset != "binary" and not (collation == "binary" or collation.endswith("_bin"))
+
+
+def _transactions(rows: Sequence[RowChange]) -> Iterator[Sequence[RowChange]]:
+    start = 0
+    for i in range(1, len(rows) + 1):
+        if i == len(rows) or rows[i].commit_ts != rows[start].commit_ts:
+            yield rows[start:i]
+            start = i
+
+
+def table_waves(rows: Sequence[RowChange], batch_rows: int, slots: int = SLOTS) -> list[dict[StreamKey, list[Batch]]]:
+    """One table's rows (commit order) as waves to apply one after the other: each wave either parallel slot
+    streams or one serial stream of multi-slot transactions."""
+    schema, table = rows[0].table.schema, rows[0].table.table
+    waves: list[dict[StreamKey, list[Batch]]] = []
+    parallel: dict[int, list[RowChange]] = {}
+    serial: list[RowChange] = []
+    every = frozenset(range(slots))
+    key_slots: dict[int, KeySlots] = {}
+
+    def checkpoint(slot: int, ts: int) -> Checkpoint:
+        return Checkpoint(schema, table, slot_partition(slot), commit_ts=ts)
+
+    def flush_parallel() -> None:
+        if parallel:
+            waves.append({
+                (schema, table, slot_partition(s)): [Batch(b, checkpoint(s, b[-1].commit_ts))
+                                                     for b in batches(txns, batch_rows)]
+                for s, txns in sorted(parallel.items())
+            })  # fmt: skip
+            parallel.clear()
+
+    def flush_serial() -> None:
+        if serial:
+            waves.append({
+                (schema, table, slot_partition(0)): [Batch(b, checkpoint(0, b[-1].commit_ts))
+                                                      for b in batches(serial, batch_rows)]
+            })  # fmt: skip
+            serial.clear()
+
+    for txn in _transactions(rows):
+        touched: set[int] = set()
+        for r in txn:
+            ks = key_slots.get(id(r.table))
+            if ks is None:
+                ks = key_slots[id(r.table)] = KeySlots(r.table, slots)
+            touched |= ks.of(r)
+            if touched == every:
+                break
+        if len(touched) == 1:
+            flush_serial()
+            parallel.setdefault(next(iter(touched)), []).extend(txn)
+        else:
+            flush_parallel()
+            serial.extend(txn)
+    flush_parallel()
+    flush_serial()
+    return waves
+
+
+def plan_steps(rows: Sequence[RowChange], upto: int, batch_rows: int, slots: int = SLOTS) -> list[RowsStep]:
+    """The steps of a writer task's rows (each table's in commit order): step ``i`` holds wave ``i`` of every
+    table (tables are independent, so their waves may run side by side)."""
+    tables: dict[tuple[str, str], list[RowChange]] = {}
+    for r in rows:
+        tables.setdefault((r.table.schema, r.table.table), []).append(r)
+    waves = [table_waves(t, batch_rows, slots) for t in tables.values()]
+    steps: list[RowsStep] = []
+    for i in range(max((len(w) for w in waves), default=0)):
+        streams: dict[StreamKey, list[Batch]] = {}
+        for w in waves:
+            if i < len(w):
+                streams.update(w[i])
+        steps.append(RowsStep(streams, upto))
+    return steps
