@@ -189,7 +189,7 @@ def live_latency(bench: Bench, spark: Any, downstream: MysqlTarget, uri: str) ->
         conn = downstream.connect(database="", autocommit=True)
         try:
             writer.start()
-            deadline, last = None, -1
+            deadline, low = None, 0
             with conn.cursor() as cur:
                 while not done.is_set() or len(seen) < len(committed):
                     if failed:
@@ -198,13 +198,15 @@ def live_latency(bench: Bench, spark: Any, downstream: MysqlTarget, uri: str) ->
                         deadline = time.monotonic() + 120
                     if deadline is not None and time.monotonic() > deadline:
                         raise RuntimeError(f"{len(committed) - len(seen)} live rows not downstream after 120 s")
-                    # rows appear in commit order (one table, applied in order), so only ids above the last are new
-                    cur.execute(f"SELECT id, committed FROM {db}.ticks WHERE id > %s ORDER BY id", (last,))
+                    # key slots are applied in parallel: a row may appear before an earlier one, so read from the
+                    # lowest id not seen yet
+                    cur.execute(f"SELECT id, committed FROM {db}.ticks WHERE id >= %s", (low,))
                     got = cur.fetchall()
                     now = time.time()
                     for k, at in got:
                         seen.setdefault(int(k), now - float(at))
-                        last = max(last, int(k))
+                    while low in seen:
+                        low += 1
                     time.sleep(POLL_S)
         finally:
             writer.join(30)
