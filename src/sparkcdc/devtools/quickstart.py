@@ -1,11 +1,12 @@
 """The README's first command (``scripts/quickstart.sh``): a private MariaDB, a ``cdc server``, one changefeed to a
 local directory, a short mixed workload with a DDL, then the resulting tree and checkpoint. With ``--kafka`` the
 changefeed goes to a private Kafka broker instead (one 3-partition topic per table, TiCDC's ``{schema}_{table}``
-dispatcher) and the messages of every topic are printed. Everything it starts is stopped before it returns (also
-on errors and Ctrl-C).
+dispatcher) and the messages of every topic are printed; with ``--mysql`` to a second private MariaDB (its tables
+created empty first, as after a snapshot import), and ``cdc check`` compares both. Everything it starts is stopped
+before it returns (also on errors and Ctrl-C).
 
 ``python -m sparkcdc.devtools.quickstart [OUTPUT_DIR] [--work-dir DIR] [--spark-master local[*]]
-[--kafka [--protocol canal-json|simple|simple-avro]]``
+[--kafka [--protocol canal-json|simple|simple-avro] | --mysql]``
 """
 
 from __future__ import annotations
@@ -200,27 +201,37 @@ def _show_topics(bootstrap: str, topics: list[str], protocol: str) -> None:
                 say(f"    [{p}] ... {len(messages) - 4} more")
 
 
-def run(out: Path, work: Path, master: str, kafka_protocol: str | None = None) -> int:
-    if kafka_protocol is None:
+TABLES = (
+    "CREATE TABLE orders (id INT PRIMARY KEY, customer VARCHAR(20), amount DECIMAL(10,2))",
+    "CREATE TABLE customers (id INT PRIMARY KEY, name VARCHAR(20), city VARCHAR(20))",
+    "CREATE TABLE stock (sku INT PRIMARY KEY, name VARCHAR(20), qty INT)",
+)
+
+
+def _check(up: MariaDB, down: MariaDB) -> int:
+    """``cdc check`` of the quickstart's tables between the two servers, printed; its exit code."""
+    res = subprocess.run([CDC, "check", "--source", f"mysql://root@127.0.0.1:{up.port}/", "--target",
+                          f"mysql://root@127.0.0.1:{down.port}/", "--tables", f"{DB}.*"],
+                         capture_output=True, text=True, env=_env(), timeout=300)  # fmt: skip
+    for line in (res.stdout + res.stderr).strip().splitlines():
+        say("  " + line)
+    return res.returncode
+
+
+def run(out: Path, work: Path, master: str, kafka_protocol: str | None = None, mysql: bool = False) -> int:
+    if kafka_protocol is None and not mysql:
         _prepare_output(out)
     if work.exists():
         shutil.rmtree(work)
     work.mkdir(parents=True)
-    db = server = broker = None
+    db = server = broker = downstream = None
     try:
         say(f"1/5 starting a private MariaDB under {work / 'mariadb'}")
         db = MariaDB(work / "mariadb").start()
         import pymysql  # type: ignore[import-untyped]
 
         conn = pymysql.connect(**db.connect_kwargs("root", autocommit=True))
-        _sql(
-            conn,
-            f"CREATE DATABASE {DB}",
-            f"USE {DB}",
-            "CREATE TABLE orders (id INT PRIMARY KEY, customer VARCHAR(20), amount DECIMAL(10,2))",
-            "CREATE TABLE customers (id INT PRIMARY KEY, name VARCHAR(20), city VARCHAR(20))",
-            "CREATE TABLE stock (sku INT PRIMARY KEY, name VARCHAR(20), qty INT)",
-        )
+        _sql(conn, f"CREATE DATABASE {DB}", f"USE {DB}", *TABLES)
         say(f"2/5 starting cdc server (Spark {master}); its log: {work / 'server.log'}")
         server = _Server(work, db.port or 0, master)
         server.wait_healthy()
@@ -228,9 +239,10 @@ def run(out: Path, work: Path, master: str, kafka_protocol: str | None = None) -
         config.write_text(f'[filter]\nrules = ["{DB}.*"]\n')
         sink = f"file://{out}?protocol=canal-json&flush-interval=2s"
 
-        def current() -> int:
-            return _checkpoint(out)
+        def api_checkpoint() -> int:  # a Kafka or MySQL sink has no metadata file to read
+            return int(server.changefeed()["checkpoint_ts"]) if server is not None else 0
 
+        current: Callable[[], int] = lambda: _checkpoint(out)  # noqa: E731
         if kafka_protocol is not None:
             from sparkcdc.devtools.kafka import KafkaBroker
 
@@ -239,9 +251,16 @@ def run(out: Path, work: Path, master: str, kafka_protocol: str | None = None) -
             params, codec = KAFKA_PROTOCOLS[kafka_protocol]
             sink = f"kafka://{broker.bootstrap}/{DB}?{params}&partition-num=3"
             config.write_text(f'[filter]\nrules = ["{DB}.*"]\n\n{_DISPATCH}{codec}')
+            current = api_checkpoint
 
-            def current() -> int:
-                return int(server.changefeed()["checkpoint_ts"]) if server is not None else 0
+        if mysql:
+            downstream = MariaDB(work / "downstream", server_id=2).start()
+            say(f"    a second private MariaDB (the downstream) listens on 127.0.0.1:{downstream.port}")
+            down = pymysql.connect(**downstream.connect_kwargs("root", autocommit=True))
+            _sql(down, f"CREATE DATABASE {DB}", f"USE {DB}", *TABLES)  # as after a snapshot import
+            down.close()
+            sink = f"mysql://root@127.0.0.1:{downstream.port}/?worker-count=4"
+            current = api_checkpoint
 
         say(f"3/5 cdc cli changefeed create --sink-uri '{sink}' --changefeed-id {CHANGEFEED}")
         created = subprocess.run(
@@ -267,6 +286,9 @@ def run(out: Path, work: Path, master: str, kafka_protocol: str | None = None) -
             _show_topics(broker.bootstrap, [f"{DB}_{t}" for t in ("customers", "orders", "stock")] + [DB],
                          kafka_protocol)  # fmt: skip
             return 0
+        if downstream is not None:
+            say(f"5/5 checkpoint {checkpoint} ({when}) covers the workload; cdc check, upstream against downstream:")
+            return _check(db, downstream)
         say(f"5/5 checkpoint {checkpoint} ({when}) covers the workload; the storage sink tree under {out}:")
         for line in _tree(out):
             say(line)
@@ -277,6 +299,8 @@ def run(out: Path, work: Path, master: str, kafka_protocol: str | None = None) -
             server.stop()
         if broker is not None:
             broker.stop()
+        if downstream is not None:
+            downstream.stop()
         if db is not None:
             db.stop()
         say("stopped everything the quickstart started")
@@ -290,10 +314,13 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--kafka", action="store_true", help="replicate to a private Kafka broker instead of files")
     ap.add_argument("--protocol", choices=sorted(KAFKA_PROTOCOLS), default="canal-json",
                     help="Kafka message protocol with --kafka (default canal-json with the TiDB extension)")
+    ap.add_argument("--mysql", action="store_true", help="replicate to a second private MariaDB and cdc check it")
     args = ap.parse_args(argv)
+    if args.kafka and args.mysql:
+        ap.error("choose one of --kafka and --mysql")
     try:
         return run(Path(args.output).resolve(), Path(args.work_dir).resolve(), args.spark_master,
-                   args.protocol if args.kafka else None)  # fmt: skip
+                   args.protocol if args.kafka else None, args.mysql)  # fmt: skip
     except SparkcdcError as e:
         click.echo(f"Error: {e}", err=True)
         return 1
