@@ -468,6 +468,7 @@ MYSQL_BAD = [
     (MY, "[sink.mysql-config]\nbogus = 1\n", "unknown key 'bogus' in [sink.mysql-config]"),
     (MY, '[sink]\nsafe-mode = "yes"\n', "invalid safe-mode 'yes' in [sink]"),
     (MY, 'enable-sync-point = true\nsync-point-interval = "10s"\n', "SyncPointInterval:10s must be larger than 30s"),
+    ("mysql://root:hunter2@127.0.0.1:1/", "", "cannot connect to downstream"),  # well-formed, nothing listens
 ]
 
 

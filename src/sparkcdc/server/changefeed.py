@@ -44,7 +44,7 @@ from sparkcdc.errors import ConfigError, SparkcdcError
 from sparkcdc.masking import mask_uri
 from sparkcdc.server.gc import GcPolicy, gc_ttl_exceeded, safepoint, stopped_since
 from sparkcdc.server.store import ChangefeedNotFound, MetaStore
-from sparkcdc.sink.base import sink_config
+from sparkcdc.sink.base import check_sink
 
 log = logging.getLogger(__name__)
 
@@ -201,8 +201,8 @@ class ChangefeedManager:
                     f"fail to create changefeed because target-ts {req.target_ts} is earlier than start-ts {start_ts}",
                     code=ERR_TARGET_TS_BEFORE_START_TS,
                 )
-            sink_config(req.sink_uri, config.to_toml())
             config.validate()
+            check_sink(req.sink_uri, config.to_toml())  # last: it may connect to the downstream
             config = config.with_uri_protocol(req.sink_uri)
             info = ChangefeedInfo(
                 id=cf_id,
@@ -293,8 +293,8 @@ class ChangefeedManager:
                 new = new.with_changes(sink_uri=sink_uri)
             if config is not None:
                 new = new.with_changes(config=config)
-            sink_config(new.sink_uri, new.config.to_toml())
             new.config.validate()
+            check_sink(new.sink_uri, new.config.to_toml())  # last: it may connect to the downstream
             new = new.with_changes(config=new.config.with_uri_protocol(new.sink_uri))
             self.store.put_info(new)
             log.info("updated changefeed=%s", changefeed_id)

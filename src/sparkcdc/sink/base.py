@@ -111,6 +111,12 @@ class SinkCommitter(Protocol):
 class Sink(Protocol):
     def config(self, uri: str, toml: Mapping[str, Any]) -> SinkConfig: ...
 
+    def check(self, config: Any) -> None:
+        """Control plane, at changefeed create and update: what can be checked of the downstream before running
+        (the MySQL sink connects, as TiCDC does). Raises ConfigError saying what to fix; most sinks check nothing
+        more than their config."""
+        ...
+
     def encoder(self, config: Any, ctx: SinkContext) -> SinkEncoder: ...
 
     def writer(self, config: Any, ctx: SinkContext) -> SinkWriter: ...
@@ -158,6 +164,13 @@ def sink_for(uri: str) -> Sink:
     module, _, attr = target.partition(":")
     sink: Sink = getattr(importlib.import_module(module), attr)
     return sink
+
+
+def check_sink(uri: str, toml: Mapping[str, Any] | None = None) -> SinkConfig:
+    """:func:`sink_config`, then the sink's own check of its downstream (changefeed create and update)."""
+    config = sink_config(uri, toml)
+    sink_for(uri).check(config)
+    return config
 
 
 def sink_config(uri: str, toml: Mapping[str, Any] | None = None) -> SinkConfig:

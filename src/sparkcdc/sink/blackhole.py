@@ -53,6 +53,9 @@ class _BlackholeSink:
             raise ConfigError(f"blackhole sink takes no parameter {unknown[0]!r}", code=ERR_SINK_URI_INVALID)
         return BlackholeConfig()
 
+    def check(self, config: BlackholeConfig) -> None:
+        return None
+
     def encoder(self, config: BlackholeConfig, ctx: SinkContext) -> _Encoder:
         return _Encoder()
 

@@ -14,6 +14,9 @@ class _KafkaSink:
 
         return KafkaSinkConfig.from_uri(uri, toml)
 
+    def check(self, config: Any) -> None:
+        return None
+
     def encoder(self, config: Any, ctx: SinkContext) -> Any:
         from sparkcdc.sink.kafka.encoder import KafkaEncoder
 

@@ -15,6 +15,11 @@ class _MysqlSink:
 
         return MysqlSinkConfig.from_uri(uri, toml)
 
+    def check(self, config: Any) -> None:
+        from sparkcdc.sink.mysql.config import check_reachable
+
+        check_reachable(config)
+
     def encoder(self, config: Any, ctx: SinkContext) -> Any:
         from sparkcdc.sink.mysql.encoder import MysqlEncoder
 

@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any, Final
 from urllib.parse import unquote, urlsplit
 
 from sparkcdc.changefeed.sink_keys import SINK_KEYS
-from sparkcdc.errors import ConfigError
+from sparkcdc.errors import ConfigError, SparkcdcError
 from sparkcdc.masking import mask_uri
 from sparkcdc.mysql.target import MysqlTarget
 from sparkcdc.sink.options import INT32, Setting, Sources, as_bool, as_duration_ns, as_int, as_str, table
@@ -167,6 +167,22 @@ class MysqlSinkConfig:
 
     def __repr__(self) -> str:
         return f"MysqlSinkConfig({self.target}, workers={self.workers}, max_txn_row={self.max_txn_row})"
+
+
+_CHECK_TIMEOUT_S: Final = 10
+
+
+def check_reachable(config: MysqlSinkConfig) -> None:
+    """Log in to the downstream once, as TiCDC does when a changefeed is created (at most 10 s). Raises ConfigError
+    (``CDC:ErrMySQLConnectionError``) naming the reason, the password masked."""
+    params = tuple(p for p in config.target.params if p[0] != "connect-timeout")
+    timeout = min(_CHECK_TIMEOUT_S, max(1, config.dial_timeout_ns // 10**9))
+    target = replace(config.target, params=(*params, ("connect-timeout", str(timeout))))
+    try:
+        target.connect(database="").close()
+    except SparkcdcError as e:
+        raise ConfigError(f"{e.message}; check the sink URI's host, port, user and password and that the "
+                          "downstream is running", code="CDC:ErrMySQLConnectionError") from None
 
 
 def _pick(src: Sources, key: str) -> Setting | None:

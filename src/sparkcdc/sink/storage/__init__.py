@@ -13,6 +13,9 @@ class _StorageSink:
     def config(self, uri: str, toml: Mapping[str, Any]) -> StorageSinkConfig:
         return StorageSinkConfig.from_uri(uri, toml)
 
+    def check(self, config: StorageSinkConfig) -> None:
+        return None
+
     def encoder(self, config: StorageSinkConfig, ctx: SinkContext) -> Any:
         from sparkcdc.sink.storage.encoder import StorageEncoder
 
