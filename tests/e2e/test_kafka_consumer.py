@@ -202,7 +202,8 @@ def test_a_consumer_joining_mid_stream_on_a_simple_topic_matches_upstream(
             db.execute(f"INSERT INTO m VALUES ({i}, 'm{i}')", f"INSERT INTO n VALUES ({i}, {i * 10})")
         db.execute("ALTER TABLE m ADD COLUMN w INT DEFAULT 7", "UPDATE m SET v = CONCAT(v, '!') WHERE id > 100",
                    "DELETE FROM m WHERE id = 5", "UPDATE n SET x = x + 1 WHERE id = 6")  # fmt: skip
-        time.sleep(1.5)  # n's next rows come after its BOOTSTRAP interval: a BOOTSTRAP of n precedes them
+        caught_up()  # n's rows so far are sent (with any BOOTSTRAP of n before them: it is before the cut) ...
+        time.sleep(1.5)  # ... so n's next rows come in a later batch, past its BOOTSTRAP interval: one precedes them
         db.execute("INSERT INTO n VALUES (200, 2000)", "INSERT INTO m (id, v, w) VALUES (200, 'm200', 1)")
 
     uri = f"kafka://{kafka_broker.bootstrap}/{topic}?{params}"

@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -34,6 +35,7 @@ log = logging.getLogger(__name__)
 
 _POLL_SECONDS = 0.2
 _MAX_MESSAGES = 5000
+_HELD_REPORT_SECONDS = 30.0  # how often a consumer says it still holds rows waiting for their schema
 
 
 @dataclass
@@ -131,6 +133,7 @@ class KafkaConsumer:
         held: dict[int, int | None] = dict.fromkeys(partitions)
         order = PartitionOrder(partitions)
         reported = 0
+        held_since: float | None = None
         consumer.assign([TopicPartition(self.topic, p, committed.get(p, OFFSET_BEGINNING)) for p in partitions])
         log.info("kafka consumer topic=%s partitions=%d group=%s resuming at %s", self.topic, len(partitions),
                  self.config.group_id, committed or "the beginning")  # fmt: skip
@@ -157,8 +160,26 @@ class KafkaConsumer:
                 log.warning("joined mid-stream: dropped %d rows sent before their table's schema was announced "
                             "(%d so far)", self.dropped - reported, self.dropped)  # fmt: skip
                 reported = self.dropped
+            held_since = self._report_held(held_since)
             if on_progress is not None:
                 on_progress(self)
+
+    def _report_held(self, since: float | None) -> float | None:
+        """Every 30 s while rows wait for their table's schema, a warning naming the schemas they wait for; returns
+        when the current wait (or report period) began, None when nothing is held."""
+        held = sum(int(getattr(d, "pending", 0)) for d in self._decoders.values())
+        if not held:
+            return None
+        now = time.monotonic()
+        if since is None:
+            return now
+        if now - since < _HELD_REPORT_SECONDS:
+            return since
+        waiting = sorted({name for d in self._decoders.values() for name in getattr(d, "waiting_for", ())})
+        log.warning("holding %d rows that wait for the schema of %s: no BOOTSTRAP or DDL message carrying it has "
+                    "arrived yet (the changefeed sends BOOTSTRAPs every send-bootstrap-interval-in-sec while the "
+                    "table has changes); up to max-pending-dml rows are held", held, ", ".join(waiting))  # fmt: skip
+        return now
 
     def _apply_ready(self, order: PartitionOrder, engine: ApplyEngine) -> None:
         """Apply every step the order releases; commit the group's offsets after each."""

@@ -93,6 +93,7 @@ def test_join_in_the_middle_released_by_bootstrap(fmt: str) -> None:
     enc, dec = codec(fmt)
     assert _feed(dec, [enc.encode_row(_insert(t1, V1 + 10, 1)), enc.encode_row(_insert(t1, V1 + 20, 2))]) == []
     assert dec.pending == 2
+    assert dec.waiting_for == [f"simple.user version {V1}"]
     # The watermark covers the held rows, so it waits for them (only the latest one is kept).
     assert _feed(dec, [enc.encode_watermark(V1 + 25), enc.encode_watermark(V1 + 30)]) == []
     events = _feed(dec, [enc.encode_bootstrap(t1), enc.encode_row(_insert(t1, V1 + 40, 3))])
@@ -103,7 +104,7 @@ def test_join_in_the_middle_released_by_bootstrap(fmt: str) -> None:
         ("watermark", V1 + 30),
         ("row", (V1 + 40, V1, 3)),
     ]
-    assert dec.pending == 0
+    assert dec.pending == 0 and dec.waiting_for == []
 
 
 @pytest.mark.parametrize("fmt", FMTS)

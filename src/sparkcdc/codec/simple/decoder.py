@@ -121,6 +121,11 @@ class SimpleDecoder:
         """Number of DML messages held while waiting for their schema."""
         return len(self._held)
 
+    @property
+    def waiting_for(self) -> list[str]:
+        """``schema.table version N`` of every schema the held rows wait for, in the order first held."""
+        return list(dict.fromkeys(f"{_name(h.key)} version {h.key[2]}" for h in self._held))
+
     def table_info(self, schema: str, table: str, version: int) -> TableInfo | None:
         plan = self._memo.get((schema, table, version))
         return None if plan is None else plan.table
