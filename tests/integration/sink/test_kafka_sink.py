@@ -184,3 +184,28 @@ def test_all_bootstraps_at_start(kafka_broker: KafkaBroker, tmp_path: Path) -> N
             assert f'"table":"{name}"'.encode() in boot.value
     off = Sink(kafka_broker, tmp_path, "start-off", PROTOCOLS["simple"])
     off.sink.committer(off.config, off.ctx).start(lambda: pytest.fail("tables read without the option"))
+
+
+def test_a_table_that_stopped_changing_is_announced_again_by_the_drivers_ticker(
+    kafka_broker: KafkaBroker, tmp_path: Path
+) -> None:
+    """TiCDC's bootstrap ticker: a table with no new rows still gets a BOOTSTRAP every interval, at a batch commit
+    without rows, before that batch's watermark (a consumer joining mid-stream needs it), from a new committer
+    (the schedule is on disk); the writer's own BOOTSTRAP counts, so none is sent twice in one interval."""
+    sink = Sink(kafka_broker, tmp_path, "tick", PROTOCOLS["simple"] + "&partition-num=2",
+                {"sink": {"send-bootstrap-interval-in-sec": 1}})  # fmt: skip
+    sink.send(rows()[:1])  # the writer announces the table before its first row
+
+    def batch_without_rows(ts: int) -> None:
+        committer = sink.sink.committer(sink.config, sink.ctx)
+        committer.commit([], [])
+        committer.checkpoint(ts)
+
+    batch_without_rows(TS + 1)  # within the interval: no BOOTSTRAP
+    time.sleep(1.1)
+    batch_without_rows(TS + 2)  # interval passed: the ticker's BOOTSTRAP, then the watermark
+    for messages in read_topic(kafka_broker.bootstrap, "tick").values():
+        kinds = [m.value.split(b'"type":"', 1)[1].split(b'"', 1)[0].decode() for m in messages]
+        assert kinds[0] == "BOOTSTRAP" and kinds[-3:] == ["WATERMARK", "BOOTSTRAP", "WATERMARK"], kinds
+        assert kinds.count("BOOTSTRAP") == 2, kinds
+        assert b'"table":"big"' in messages[-2].value

@@ -1,24 +1,27 @@
 """When a simple-protocol sink sends BOOTSTRAP messages (``spec/simple.md`` §4, TiCDC's bootstrap worker).
 
-Pure bookkeeping for the Kafka sink: call ``on_row`` before sending each row (it returns a table to
-bootstrap right away the first time a physical table is seen) and ``due`` every ``TICK_SECONDS`` (it returns
-the tables whose periodic bootstrap is due and forgets tables idle for ``MAX_INACTIVE_SECONDS``). Where to
-send (all partitions or partition 0) follows ``config.send_bootstrap_to_all_partition``.
+Pure bookkeeping, per (topic, table), of the TableInfo to announce, the rows sent since the last BOOTSTRAP
+and when it was sent. TiCDC sends a table's BOOTSTRAP before its first rows, then whenever
+``send-bootstrap-interval-in-sec`` has passed or ``send-bootstrap-in-msg-count`` rows were sent since the last
+one: checked when rows come *and* on a 5 s ticker, so a table that stopped changing keeps being announced
+until it has been idle for 30 minutes. Consumers that join mid-stream rely on that ticker: the simple decoder
+reports a held row as never resolvable once a watermark is a whole bootstrap period younger than it.
+
+The Kafka sink uses two trackers: each writer process decides with :meth:`on_rows` whether a BOOTSTRAP must
+precede the rows it sends; the driver :meth:`record`s what the writers sent and asks :meth:`due` at every
+batch commit (its ticker) which idle tables must be announced again.
 """
 
 from __future__ import annotations
 
+import math
 import time
-from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from collections.abc import Callable
+from dataclasses import dataclass, field
 from typing import Final
 
-from sparkcdc.model import RowChange, TableInfo
+from sparkcdc.model import TableInfo
 
-from .config import SimpleConfig
-
-TICK_SECONDS: Final = 5.0
-GC_SECONDS: Final = 30.0
 MAX_INACTIVE_SECONDS: Final = 30 * 60.0
 
 
@@ -30,61 +33,47 @@ class _TableStats:
     last_bootstrap_at: float
 
 
+@dataclass
 class BootstrapTracker:
-    """Per physical table: the TableInfo to announce, rows since the last bootstrap and when it was sent.
+    """``clock`` returns seconds: monotonic in one process, wall time for a tracker the driver keeps on disk."""
 
-    ``clock`` returns seconds (monotonic). Disabled (every method returns nothing) unless
-    ``config.bootstrap_enabled``.
-    """
+    interval: float
+    count: int
+    clock: Callable[[], float] = time.monotonic
+    _tables: dict[tuple[str, str, str], _TableStats] = field(default_factory=dict)
 
-    def __init__(self, config: SimpleConfig, *, clock: Callable[[], float] = time.monotonic) -> None:
-        self._config = config
-        self._clock = clock
-        self._tables: dict[int, _TableStats] = {}
-        self._last_gc = clock()
+    def on_rows(self, topic: str, table: TableInfo, rows: int) -> bool:
+        """Record ``rows`` rows of ``table`` about to be sent to ``topic``; True when a BOOTSTRAP must go first."""
+        now = self.clock()
+        stats = self._tables.get((topic, table.schema, table.table))
+        due = stats is None or self._due(stats, now)
+        self.record(topic, table, rows, bootstrapped=due)
+        return due
 
-    @property
-    def enabled(self) -> bool:
-        return self._config.bootstrap_enabled
-
-    def at_start(self, tables: Iterable[TableInfo]) -> list[TableInfo]:
-        """Tables to bootstrap when the changefeed starts (only with ``send-all-bootstrap-at-start``)."""
-        if not self.enabled or not self._config.send_all_bootstrap_at_start:
-            return []
-        return list(tables)
-
-    def on_row(self, row: RowChange) -> TableInfo | None:
-        """Record a row about to be sent; returns its table when a bootstrap must precede it."""
-        if not self.enabled:
-            return None
-        now = self._clock()
-        key = row.physical_table_id or row.table.table_id
+    def record(self, topic: str, table: TableInfo, rows: int, *, bootstrapped: bool) -> None:
+        """``rows`` rows of ``table`` were sent to ``topic``, after a BOOTSTRAP of it when ``bootstrapped``."""
+        now = self.clock()
+        key = (topic, table.schema, table.table)
         stats = self._tables.get(key)
-        if stats is None:
-            self._tables[key] = _TableStats(row.table, 0, now, now)
-            return row.table
-        stats.rows_since_bootstrap += 1
+        if stats is None or bootstrapped:
+            self._tables[key] = _TableStats(table, rows, now, now if bootstrapped else -math.inf)
+            return
+        stats.table = table  # the latest version sent (a RENAME keeps the version: the name is in the key)
+        stats.rows_since_bootstrap += rows
         stats.last_row_at = now
-        # RENAME TABLE keeps the version, so compare the name too.
-        if stats.table.version != row.table.version or stats.table.table != row.table.table:
-            stats.table = row.table
-        return None
 
-    def due(self) -> list[TableInfo]:
-        """Tables whose periodic bootstrap is due now (interval elapsed or message count reached)."""
-        if not self.enabled:
-            return []
-        now = self._clock()
-        if now - self._last_gc >= GC_SECONDS:
-            self._last_gc = now
-            for key in [k for k, s in self._tables.items() if now - s.last_row_at > MAX_INACTIVE_SECONDS]:
-                del self._tables[key]
+    def due(self) -> list[tuple[str, TableInfo]]:
+        """The ticker: (topic, table) of every active table whose BOOTSTRAP is due now, counted as sent; tables
+        without rows for 30 minutes are forgotten."""
+        now = self.clock()
+        for key in [k for k, s in self._tables.items() if now - s.last_row_at > MAX_INACTIVE_SECONDS]:
+            del self._tables[key]
         out = []
-        interval = self._config.send_bootstrap_interval_in_sec
-        count = self._config.send_bootstrap_in_msg_count
-        for stats in self._tables.values():
-            if now - stats.last_bootstrap_at >= interval or stats.rows_since_bootstrap >= count:
-                stats.last_bootstrap_at = now
-                stats.rows_since_bootstrap = 0
-                out.append(stats.table)
+        for (topic, _, _), stats in self._tables.items():
+            if self._due(stats, now):
+                stats.last_bootstrap_at, stats.rows_since_bootstrap = now, 0
+                out.append((topic, stats.table))
         return out
+
+    def _due(self, stats: _TableStats, now: float) -> bool:
+        return now - stats.last_bootstrap_at >= self.interval or stats.rows_since_bootstrap >= self.count

@@ -7,19 +7,20 @@ checkpoint stays and Spark replays the batch (TiCDC's at-least-once).
 
 The simple protocol's BOOTSTRAP messages are sent here, before the rows of a table: when this worker first sends
 the table's rows, then again once ``send-bootstrap-interval-in-sec`` has passed or
-``send-bootstrap-in-msg-count`` rows were sent since the last one (checked when the table's rows come, as TiCDC
-checks active tables), to all partitions of the table's topic (partition 0 with
-``send-bootstrap-to-all-partition = false``). The schema a BOOTSTRAP describes is the latest version seen.
+``send-bootstrap-in-msg-count`` rows were sent since the last one (checked when the table's rows come), to all
+partitions of the table's topic (partition 0 with ``send-bootstrap-to-all-partition = false``). The schema a
+BOOTSTRAP describes is the latest version seen. The result tells the driver which tables were written, for its
+ticker that keeps announcing tables that stopped changing (``committer``).
 """
 
 from __future__ import annotations
 
-import time
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Any
 
 from sparkcdc.codec.base import message_encoder
+from sparkcdc.codec.simple.bootstrap import BootstrapTracker
 from sparkcdc.errors import SparkcdcError
 from sparkcdc.model import TableInfo
 from sparkcdc.sink.base import Routed, SinkContext
@@ -31,40 +32,13 @@ from sparkcdc.sink.kafka.encoder import unpack
 
 @dataclass(frozen=True)
 class KafkaResult:
-    """What a task delivered: the topics it wrote (with their partition counts, for the watermarks)."""
+    """What a task delivered: the topics it wrote (with their partition counts, for the watermarks) and, for the
+    driver's BOOTSTRAP ticker, per table written: (topic, latest TableInfo, rows, whether a BOOTSTRAP went first)."""
 
     topics: tuple[tuple[str, int], ...] = ()
     messages: int = 0
     rows: int = 0
-
-
-@dataclass
-class _Sent:
-    table: TableInfo
-    at: float
-    rows: int = 0
-
-
-@dataclass
-class BootstrapTracker:
-    """When each table's BOOTSTRAP is due, for one changefeed in this worker process."""
-
-    interval: float
-    count: int
-    clock: Callable[[], float] = time.monotonic
-    tables: dict[tuple[str, str, str], _Sent] = field(default_factory=dict)
-
-    def due(self, topic: str, table: TableInfo, rows: int) -> bool:
-        """Record ``rows`` rows of ``table`` about to be sent to ``topic``; True when a BOOTSTRAP must go first."""
-        key = (topic, table.schema, table.table)
-        sent = self.tables.get(key)
-        now = self.clock()
-        if sent is None or now - sent.at >= self.interval or sent.rows >= self.count:
-            self.tables[key] = _Sent(table, now, rows)
-            return True
-        sent.table = table
-        sent.rows += rows
-        return False
+    tables: tuple[tuple[str, TableInfo, int, bool], ...] = ()
 
 
 _trackers: dict[str, BootstrapTracker] = {}
@@ -89,20 +63,24 @@ class KafkaTaskWriter:
         producer = client.producer
         bootstrap = self._bootstrap(producer, client.topics.partitions) if self.config.bootstrap_enabled else None
         topics: dict[str, int] = {}
+        tables: dict[tuple[str, str, str], tuple[str, TableInfo, int, bool]] = {}
         messages = rows = 0
         for p in payloads:
             topic, partition, values = unpack(p.data)
             if topic not in topics:
                 topics[topic] = client.topics.partitions(topic)
             if bootstrap is not None:
-                bootstrap(topic, p.info, p.nrows)
+                sent = bootstrap(topic, p.info, p.nrows)
+                key = (topic, p.info.schema, p.info.table)
+                _, _, before, was_sent = tables.get(key, (topic, p.info, 0, False))
+                tables[key] = (topic, p.info, before + p.nrows, was_sent or sent)
             producer.send(topic, partition, values)
             messages += len(values)
             rows += p.nrows
         producer.flush()
-        return KafkaResult(tuple(sorted(topics.items())), messages, rows)
+        return KafkaResult(tuple(sorted(topics.items())), messages, rows, tuple(tables.values()))
 
-    def _bootstrap(self, producer: DeliveryProducer, partitions: Callable[[str], int]) -> Callable[..., None]:
+    def _bootstrap(self, producer: DeliveryProducer, partitions: Callable[[str], int]) -> Callable[..., bool]:
         tracker = _trackers.get(self.ctx.changefeed)
         if tracker is None:
             tracker = _trackers[self.ctx.changefeed] = BootstrapTracker(
@@ -111,10 +89,12 @@ class KafkaTaskWriter:
         codec: Any = message_encoder(self.config.protocol, self.config.codec_options())
         selectors = self.config.column_selectors()
 
-        def send(topic: str, table: TableInfo, rows: int) -> None:
-            if tracker.due(topic, table, rows):
-                message = codec.encode_bootstrap(selectors.project(table))
-                for partition in bootstrap_partitions(self.config.send_bootstrap_to_all_partition, partitions(topic)):
-                    producer.send(topic, partition, [message.value])
+        def send(topic: str, table: TableInfo, rows: int) -> bool:
+            if not tracker.on_rows(topic, table, rows):
+                return False
+            message = codec.encode_bootstrap(selectors.project(table))
+            for partition in bootstrap_partitions(self.config.send_bootstrap_to_all_partition, partitions(topic)):
+                producer.send(topic, partition, [message.value])
+            return True
 
         return send
