@@ -99,11 +99,25 @@ def consume_until_match(uri: str, cfg: Path, group: str, db: FreshDatabase, targ
             assert time.monotonic() < deadline, (doc, log.read_text()[-3000:])
             time.sleep(1)
     finally:
-        consumer.send_signal(signal.SIGTERM)
+        terminate(consumer, log, started_before=0)
         _out, err = consumer.communicate(timeout=60)
     assert consumer.returncode == 0, err
     assert "Traceback" not in err + log.read_text()
     return doc
+
+
+def terminate(consumer: subprocess.Popen[str], log: Path, *, started_before: int) -> None:
+    """SIGTERM to ``consumer`` once it has started (its log has more start lines than ``started_before``): a
+    signal that comes while Python is still importing kills it before its handler exists (exit -15)."""
+    deadline = time.monotonic() + 60
+    while consumer.poll() is None and starts(log) <= started_before and time.monotonic() < deadline:
+        time.sleep(0.1)
+    consumer.send_signal(signal.SIGTERM)
+
+
+def starts(log: Path) -> int:
+    """How many times a ``cdc kafka-consumer`` writing ``log`` has started consuming."""
+    return log.read_text().count("kafka consumer topic=") if log.exists() else 0
 
 
 def test_kill_9_of_the_consumer_during_apply_loses_and_repeats_nothing(
@@ -154,6 +168,7 @@ def test_kill_9_of_the_consumer_during_apply_loses_and_repeats_nothing(
         consumer.kill()
         consumer.wait(30)
         applied.append(downstream())
+    started = starts(log)
     consumer = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                                 env=server_env())  # fmt: skip
     up = db.server.connect_kwargs()
@@ -164,7 +179,7 @@ def test_kill_9_of_the_consumer_during_apply_loses_and_repeats_nothing(
             assert time.monotonic() < deadline, (doc, log.read_text()[-3000:])
             time.sleep(1)
     finally:
-        consumer.send_signal(signal.SIGTERM)
+        terminate(consumer, log, started_before=started)
         _out, err = consumer.communicate(timeout=60)
     assert consumer.returncode == 0, err
     assert downstream() == final
