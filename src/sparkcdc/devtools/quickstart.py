@@ -22,6 +22,7 @@ import sys
 import time
 from collections.abc import Callable
 from datetime import UTC, datetime
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -242,7 +243,7 @@ def run(out: Path, work: Path, master: str, kafka_protocol: str | None = None, m
         def api_checkpoint() -> int:  # a Kafka or MySQL sink has no metadata file to read
             return int(server.changefeed()["checkpoint_ts"]) if server is not None else 0
 
-        current: Callable[[], int] = lambda: _checkpoint(out)  # noqa: E731
+        current: Callable[[], int] = partial(_checkpoint, out)
         if kafka_protocol is not None:
             from sparkcdc.devtools.kafka import KafkaBroker
 

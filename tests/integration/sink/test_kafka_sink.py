@@ -193,7 +193,7 @@ def test_a_table_that_stopped_changing_is_announced_again_by_the_drivers_ticker(
     without rows, before that batch's watermark (a consumer joining mid-stream needs it), from a new committer
     (the schedule is on disk); the writer's own BOOTSTRAP counts, so none is sent twice in one interval."""
     sink = Sink(kafka_broker, tmp_path, "tick", PROTOCOLS["simple"] + "&partition-num=2",
-                {"sink": {"send-bootstrap-interval-in-sec": 1}})  # fmt: skip
+                {"sink": {"send-bootstrap-interval-in-sec": 3}})  # fmt: skip
     sink.send(rows()[:1])  # the writer announces the table before its first row
 
     def batch_without_rows(ts: int) -> None:
@@ -202,7 +202,7 @@ def test_a_table_that_stopped_changing_is_announced_again_by_the_drivers_ticker(
         committer.checkpoint(ts)
 
     batch_without_rows(TS + 1)  # within the interval: no BOOTSTRAP
-    time.sleep(1.1)
+    time.sleep(3.1)
     batch_without_rows(TS + 2)  # interval passed: the ticker's BOOTSTRAP, then the watermark
     for messages in read_topic(kafka_broker.bootstrap, "tick").values():
         kinds = [m.value.split(b'"type":"', 1)[1].split(b'"', 1)[0].decode() for m in messages]

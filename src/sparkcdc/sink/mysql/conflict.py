@@ -21,7 +21,9 @@ every slot (those transactions go serially, as do tables without a primary or un
 from __future__ import annotations
 
 import zlib
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
+from itertools import groupby
+from operator import attrgetter
 from typing import Final
 
 from sparkcdc.consumer.engine import ORDERED_PARTITION, Batch, RowsStep, StreamKey, batches
@@ -78,45 +80,30 @@ def _loose(table: TableInfo, position: int) -> bool:
     return col.effective_charset != "binary" and not (collation == "binary" or collation.endswith("_bin"))
 
 
-def _transactions(rows: Sequence[RowChange]) -> Iterator[Sequence[RowChange]]:
-    start = 0
-    for i in range(1, len(rows) + 1):
-        if i == len(rows) or rows[i].commit_ts != rows[start].commit_ts:
-            yield rows[start:i]
-            start = i
-
-
 def table_waves(rows: Sequence[RowChange], batch_rows: int, slots: int = SLOTS) -> list[dict[StreamKey, list[Batch]]]:
     """One table's rows (commit order) as waves to apply one after the other: each wave either parallel slot
     streams or one serial stream of multi-slot transactions."""
     schema, table = rows[0].table.schema, rows[0].table.table
     waves: list[dict[StreamKey, list[Batch]]] = []
     parallel: dict[int, list[RowChange]] = {}
-    serial: list[RowChange] = []
+    serial: dict[int, list[RowChange]] = {}
     every = frozenset(range(slots))
     key_slots: dict[int, KeySlots] = {}
 
-    def checkpoint(slot: int, ts: int) -> Checkpoint:
-        return Checkpoint(schema, table, slot_partition(slot), commit_ts=ts)
-
-    def flush_parallel() -> None:
-        if parallel:
+    def wave(streams: dict[int, list[RowChange]]) -> None:
+        """Closes a wave: each slot's transactions so far as one stream of batches with the slot's checkpoint."""
+        if streams:
             waves.append({
-                (schema, table, slot_partition(s)): [Batch(b, checkpoint(s, b[-1].commit_ts))
-                                                     for b in batches(txns, batch_rows)]
-                for s, txns in sorted(parallel.items())
+                (schema, table, slot_partition(s)): [
+                    Batch(b, Checkpoint(schema, table, slot_partition(s), commit_ts=b[-1].commit_ts))
+                    for b in batches(txns, batch_rows)
+                ]
+                for s, txns in sorted(streams.items())
             })  # fmt: skip
-            parallel.clear()
+            streams.clear()
 
-    def flush_serial() -> None:
-        if serial:
-            waves.append({
-                (schema, table, slot_partition(0)): [Batch(b, checkpoint(0, b[-1].commit_ts))
-                                                      for b in batches(serial, batch_rows)]
-            })  # fmt: skip
-            serial.clear()
-
-    for txn in _transactions(rows):
+    for _, group in groupby(rows, key=attrgetter("commit_ts")):
+        txn = list(group)
         touched: set[int] = set()
         for r in txn:
             ks = key_slots.get(id(r.table))
@@ -126,13 +113,13 @@ def table_waves(rows: Sequence[RowChange], batch_rows: int, slots: int = SLOTS) 
             if touched == every:
                 break
         if len(touched) == 1:
-            flush_serial()
+            wave(serial)
             parallel.setdefault(next(iter(touched)), []).extend(txn)
         else:
-            flush_parallel()
-            serial.extend(txn)
-    flush_parallel()
-    flush_serial()
+            wave(parallel)
+            serial.setdefault(0, []).extend(txn)  # the barrier runs in slot 0's stream
+    wave(parallel)
+    wave(serial)
     return waves
 
 
