@@ -39,6 +39,7 @@ from sparkcdc.capture.values import read_timestamp2
 from sparkcdc.errors import ConfigError
 from sparkcdc.model.column_type import BLOB_TYPES, INTEGER_TYPES, TEMPORAL_TYPES, TEXT_TYPES
 from sparkcdc.model.table import ColumnInfo, TableInfo
+from sparkcdc.mysql.target import quote_ident
 
 Converter = Callable[[Sequence[Any]], tuple[Any, ...]]
 
@@ -47,11 +48,6 @@ _INT = "int({v})"
 _FLOAT = "float({v})"
 _ASCII = "{v}.decode('ascii')"
 _CALL = "{k}({v})"
-
-
-def quote_identifier(name: str) -> str:
-    """``name`` as a backtick-quoted MySQL identifier (embedded backticks doubled), safe for any legal name."""
-    return "`" + name.replace("`", "``") + "`"
 
 
 def connection_options() -> dict[str, Any]:
@@ -103,7 +99,7 @@ def _timestamp(fsp: int, tz: tzinfo) -> Callable[[bytes], str]:
 
 def _plan(table: TableInfo, col: ColumnInfo, tz: tzinfo) -> tuple[str, str | None, Any]:
     """(SELECT expression, value template, constant) for one column; raises ConfigError for VECTOR."""
-    name = quote_identifier(col.name)
+    name = quote_ident(col.name)
     typ = col.type
     if typ in INTEGER_TYPES:
         return name, _INT, None

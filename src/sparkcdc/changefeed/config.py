@@ -23,6 +23,7 @@ from types import MappingProxyType
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
+from sparkcdc.changefeed.snapshot import SnapshotConfig
 from sparkcdc.errors import ConfigError
 from sparkcdc.filter.event_filter import EventFilter, EventFilterRule
 from sparkcdc.filter.table_filter import TableFilter
@@ -78,7 +79,7 @@ _PASSTHROUGH: dict[str, frozenset[str]] = {
 }
 _FILTER_KEYS = frozenset({"rules", "ignore-txn-start-ts", "event-filters"})
 _MOUNTER_KEYS = frozenset({"worker-num"})
-_TOP_KEYS = frozenset({*_SCALARS, *_DURATIONS, *_PASSTHROUGH, "filter", "mounter", "sink"})
+_TOP_KEYS = frozenset({*_SCALARS, *_DURATIONS, *_PASSTHROUGH, "filter", "mounter", "sink", "snapshot"})
 
 # TOML key <-> Open API JSON key where TiCDC does not just swap '-' for '_'.
 _TO_API_RENAMES = {"file-index-digit": "file_index_width", "advance-timeout-in-sec": "advance_timeout"}
@@ -226,6 +227,7 @@ class ReplicaConfig:
     changefeed_error_stuck_duration_ns: int = _DURATIONS["changefeed-error-stuck-duration"]
     filter: FilterConfig = field(default_factory=FilterConfig)
     mounter_worker_num: int = 16
+    snapshot: SnapshotConfig = field(default_factory=SnapshotConfig)
     sink: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
     sections: Mapping[str, Any] = field(default_factory=lambda: MappingProxyType({}))
 
@@ -298,6 +300,7 @@ class ReplicaConfig:
         if "worker-num" in mounter:
             values["mounter_worker_num"] = _check_type(mounter["worker-num"], int, "mounter.worker-num")
 
+        values["snapshot"] = SnapshotConfig.from_toml(_table(doc, "snapshot", ""))
         sink = _table(doc, "sink", "")
         _check_portable(sink, "sink")
         values["sink"] = _freeze(sink)
@@ -382,6 +385,7 @@ class ReplicaConfig:
             "event-filters": [r.to_toml() for r in self.filter.event_filters],
         }
         doc["mounter"] = {"worker-num": self.mounter_worker_num}
+        doc["snapshot"] = self.snapshot.to_toml()
         doc["sink"] = thaw(self.sink)
         doc.update(thaw(self.sections))
         return doc
@@ -408,6 +412,7 @@ class ReplicaConfig:
                 ],
             },
             "mounter": {"worker_num": self.mounter_worker_num},
+            "snapshot": _keys_to_api(self.snapshot.to_toml()),
             "sink": _keys_to_api(thaw(self.sink)),
         }
         for name, table in thaw(self.sections).items():

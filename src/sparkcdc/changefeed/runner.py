@@ -53,6 +53,7 @@ from pathlib import Path
 from typing import Protocol, runtime_checkable
 
 from sparkcdc.changefeed.info import ChangefeedInfo, RunningError
+from sparkcdc.changefeed.snapshot import SnapshotProgress
 
 
 @dataclass(frozen=True)
@@ -80,10 +81,15 @@ class RunnerContext:
 
 @dataclass(frozen=True)
 class RunnerStatus:
+    """``snapshot``: the initial snapshot's progress while the run has one; ``finished``: the run has done all
+    it will do before any target-ts (``[snapshot] mode = "initial-only"`` after the copy)."""
+
     checkpoint_ts: int
     resolved_ts: int
     error: RunningError | None = None
     warning: RunningError | None = None
+    snapshot: SnapshotProgress | None = None
+    finished: bool = False
 
 
 @runtime_checkable

@@ -12,11 +12,10 @@ from __future__ import annotations
 
 import json
 import os
-import uuid
 from dataclasses import dataclass
 from pathlib import Path
 
-from sparkcdc.errors import StorageError
+from sparkcdc.local_file import write_atomic
 
 
 @dataclass(frozen=True, slots=True)
@@ -37,16 +36,6 @@ def read_progress(path: str | os.PathLike[str]) -> CommittedProgress | None:
 
 def write_progress(path: str | os.PathLike[str], progress: CommittedProgress) -> None:
     """Atomically replace the progress file. Raises StorageError."""
-    target = Path(path)
-    tmp = target.with_name(f"{target.name}.tmp.{uuid.uuid4().hex}")
-    try:
-        target.parent.mkdir(parents=True, exist_ok=True)
-        with open(tmp, "w") as f:
-            json.dump({"checkpoint_ts": progress.checkpoint_ts, "batch_id": progress.batch_id,
-                       "batch_start_ts": progress.batch_start_ts}, f)  # fmt: skip
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, target)
-    except OSError as e:
-        tmp.unlink(missing_ok=True)
-        raise StorageError(f"{target}: cannot record the checkpoint: {e.strerror or e}") from e
+    doc = {"checkpoint_ts": progress.checkpoint_ts, "batch_id": progress.batch_id,
+           "batch_start_ts": progress.batch_start_ts}  # fmt: skip
+    write_atomic(path, json.dumps(doc).encode(), what="the checkpoint")

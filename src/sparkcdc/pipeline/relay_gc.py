@@ -7,11 +7,11 @@ after a crash the runner never reports data older than the bound as retained.
 from __future__ import annotations
 
 import logging
-import os
 import sqlite3
 from pathlib import Path
 
 from sparkcdc.errors import SparkcdcError, StorageError
+from sparkcdc.local_file import write_atomic
 from sparkcdc.pipeline.progress import CommittedProgress
 
 log = logging.getLogger(__name__)
@@ -41,18 +41,8 @@ def read_gc_ts(capture_dir: Path) -> int:
 
 
 def write_gc_ts(capture_dir: Path, ts: int) -> None:
-    """Durably replace the GC bound (temporary file, fsync, rename). Raises StorageError."""
-    path = capture_dir / "gc_ts"
-    tmp = path.with_name("gc_ts.tmp")
-    try:
-        capture_dir.mkdir(parents=True, exist_ok=True)
-        with open(tmp, "w") as f:
-            f.write(str(ts))
-            f.flush()
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except OSError as e:
-        raise StorageError(f"{path}: cannot record the relay log GC bound: {e.strerror or e}") from e
+    """Durably replace the GC bound. Raises StorageError."""
+    write_atomic(capture_dir / "gc_ts", str(ts).encode(), what="the relay log GC bound")
 
 
 def collect_relay(capture_dir: Path, bound: int, safepoint_ts: int) -> None:

@@ -29,6 +29,7 @@ from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 
+from sparkcdc.pipeline import snapshot_source, snapshot_state
 from sparkcdc.pipeline.spec import FeedSpec
 from sparkcdc.pipeline.transform import ROW_SCHEMA, ChunkTransform, mark_row
 from sparkcdc.pipeline.worker_gc import freeze_survivors
@@ -49,6 +50,7 @@ class ChunkPartition(InputPartition):
     first_ts: int
     last_ts: int
     txn_count: int
+    skip: tuple[tuple[str, str, int], ...] = ()  # (schema, table, ts): rows up to ts are in the snapshot
 
 
 @dataclass(frozen=True)
@@ -100,25 +102,35 @@ class RelayStreamReader(DataSourceStreamReader):
             pass
 
     def initialOffset(self) -> dict[str, int]:
+        if self.spec.snapshot:
+            return snapshot_source.initial_offset(self.spec)
         return {"resolved_ts": self.spec.start_ts}
 
-    def latestOffset(self, start: dict[str, int] | None = None, limit: Any = None) -> dict[str, int]:
+    def latestOffset(self, start: dict[str, Any] | None = None, limit: Any = None) -> dict[str, Any]:
         if start is None:
             start = self._last or self.initialOffset()
         begin = int(start["resolved_ts"])
         if self.spec.drain_path.exists():  # stopping: let the running batch be the last one
             self._trace("latestOffset draining")
-            return {"resolved_ts": begin}
+            return start
         db = self._db()
+        if "chunks" in start:
+            snap = snapshot_source.next_offset(self.spec, db, start)
+            if snap is not None:  # snapshot batches run back to back
+                self._behind = True
+                self._last = snap
+                self._trace(f"latestOffset snapshot chunks {start['chunks']} -> {snap['chunks']}")
+                return snap
+            start = {"resolved_ts": begin, "chunks": int(start["chunks"])}
         row = db.execute("SELECT resolved_ts FROM progress WHERE id = 1").fetchone()
         available = int(row[0]) if row else 0
         if self.spec.target_ts:
             available = min(available, self.spec.target_ts)
         if available <= begin:
-            return {"resolved_ts": begin}
+            return start
         now = time.monotonic()
         if not self._behind and now < self._next_batch_at:  # caught up: one batch per batch_interval
-            return {"resolved_ts": begin}
+            return start
         end = available
         ddl = db.execute(
             "SELECT MIN(commit_ts) FROM txn WHERE is_ddl = 1 AND commit_ts > ? AND commit_ts <= ?", (begin, end)
@@ -134,13 +146,18 @@ class RelayStreamReader(DataSourceStreamReader):
             end = min(end, int(capped[0]))
         self._behind = end < available
         self._next_batch_at = now + self.spec.batch_interval
-        self._last = {"resolved_ts": end}
+        self._last = {**start, "resolved_ts": end}
         self._trace(f"latestOffset {begin} -> {end}{' (behind)' if self._behind else ''}")
-        return {"resolved_ts": end}
+        return self._last
 
-    def partitions(self, start: dict[str, int], end: dict[str, int]) -> list[InputPartition]:
+    def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[InputPartition]:
         from sparkcdc.capture import RelayLog
 
+        if snapshot_source.is_snapshot_batch(start, end):
+            chunks, last = snapshot_source.partitions(self.spec, start, end)
+            if last:  # the copy is complete with this batch: publish start-ts
+                chunks.append(MarkPartition(self.spec.start_ts, self.spec.start_ts))
+            return chunks
         begin, stop = int(start["resolved_ts"]), int(end["resolved_ts"])
         if stop <= begin:
             return []
@@ -149,15 +166,17 @@ class RelayStreamReader(DataSourceStreamReader):
             refs = relay.chunks(begin, stop, self.spec.chunk_bytes)
         finally:
             relay.close()
+        skip = snapshot_state.streamed_skip(self.spec, begin)
         parts: list[InputPartition] = [
-            ChunkPartition(r.path, r.offset, r.length, r.first_ts, r.last_ts, r.txn_count) for r in refs
+            ChunkPartition(r.path, r.offset, r.length, r.first_ts, r.last_ts, r.txn_count, skip) for r in refs
         ]
         parts.append(MarkPartition(begin, stop))
         log.debug("changefeed=%s batch (%d, %d]: %d chunks", self.spec.changefeed, begin, stop, len(refs))
         return parts
 
-    def commit(self, end: dict[str, int]) -> None:
-        self._last = {"resolved_ts": int(end["resolved_ts"])}
+    def commit(self, end: dict[str, Any]) -> None:
+        self._last = {k: int(v) if k in ("resolved_ts", "chunks") else v for k, v in end.items()
+                      if k in ("resolved_ts", "chunks")}  # fmt: skip
 
     def stop(self) -> None:
         if self._conn is not None:
@@ -170,6 +189,9 @@ class RelayStreamReader(DataSourceStreamReader):
         if isinstance(partition, MarkPartition):
             yield mark_row(partition.start_ts, partition.end_ts)
             return
+        if isinstance(partition, snapshot_source.SnapshotPartition):
+            yield from snapshot_source.read(self.spec, partition, _transform(self.spec))
+            return
         from sparkcdc.capture import ChunkRef, decode_chunk
 
         assert isinstance(partition, ChunkPartition)
@@ -179,7 +201,7 @@ class RelayStreamReader(DataSourceStreamReader):
         # passing the capture dir lets decode_chunk use its per-process schema-history cache
         events = decode_chunk(ref, self.spec.capture_dir, tz=self.spec.tz, force_replicate=transform.force_replicate,
                               skip_server_id=transform.skip_server_id)  # fmt: skip
-        yield from transform.rows(events)
+        yield from transform.rows(events, {(s, t): ts for s, t, ts in partition.skip})
 
 
 class RelaySource(DataSource):

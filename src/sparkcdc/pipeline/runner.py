@@ -6,7 +6,8 @@ with heartbeats). Each running changefeed is one Structured Streaming query in t
 
 ``spec.json``       the query's spec (0600), ``run.json`` the checkpoint this Spark checkpoint started from,
 ``spark/``          Spark's checkpointLocation (a restart resumes at the last committed batch exactly),
-``progress.json``   the checkpoint the last batch's commit published (what ``status`` reports).
+``progress.json``   the checkpoint the last batch's commit published (what ``status`` reports),
+``snapshot_plan.pickle``, ``snapshot.json``  the initial snapshot's chunks and progress (``[snapshot]``).
 
 Restart rule: a requested ``checkpoint_ts`` inside ``[run start, committed checkpoint]`` (the server's stored
 checkpoint may lag after a crash) resumes the Spark checkpoint; anything else (resume with an overwritten
@@ -35,6 +36,7 @@ from typing import Any
 from sparkcdc.capture.upstream import open_upstream, parse_mysql_uri
 from sparkcdc.changefeed.info import ChangefeedInfo, RunningError
 from sparkcdc.changefeed.runner import ChangefeedRunner, RunnerContext, RunnerStatus
+from sparkcdc.changefeed.snapshot import SnapshotProgress
 from sparkcdc.errors import SparkcdcError, UpstreamError
 from sparkcdc.pipeline.progress import read_progress
 from sparkcdc.pipeline.query import drain, stop_between_batches
@@ -52,6 +54,7 @@ _PERMANENT = frozenset({
     "CDC:ErrKafkaInvalidClientID", "CDC:ErrMySQLQueryError", "CDC:ErrMySQLInvalidConfig",
 })  # fmt: skip
 MAX_RESTARTS = 5
+SNAPSHOT_LOG_SECONDS = 10.0
 
 
 class CaptureThread:
@@ -148,6 +151,7 @@ class _Feed:
     restarts: int = 0
     last_warning: RunningError | None = None
     restart_checkpoint: int = 0  # the checkpoint when the query was last restarted after an error
+    snapshot_logged_at: float = 0.0  # monotonic time of the last snapshot progress line
 
 
 class SparkRunner:
@@ -219,6 +223,8 @@ class SparkRunner:
         state = self.ctx.changefeed_dir(info.namespace, info.id)
         state.mkdir(parents=True, exist_ok=True)
         start_ts = self._prepare_state(state, checkpoint_ts)
+        mode = info.config.snapshot.mode
+        snapshot = mode != "never" and start_ts == info.start_ts
         spec = FeedSpec(
             changefeed=f"{info.namespace}/{info.id}",
             capture_dir=str(self.capture_dir),
@@ -226,9 +232,13 @@ class SparkRunner:
             sink_uri=info.sink_uri,
             config=info.config.to_toml(),
             start_ts=start_ts,
-            target_ts=info.target_ts,
+            target_ts=start_ts if mode == "initial-only" else info.target_ts,
             sink_start_ts=checkpoint_ts,
+            upstream_uri=(self.ctx.upstream_uri or "") if snapshot else "",
+            snapshot=snapshot,
         )
+        if snapshot:
+            _log_snapshot_start(spec)
         feed = _Feed(info, spec, None, checkpoint_ts)
         with self._lock:
             self._feeds[key] = feed
@@ -267,8 +277,11 @@ class SparkRunner:
             run_start = None
         progress = read_progress(state / "progress.json")
         committed = progress.checkpoint_ts if progress is not None else run_start
-        if spark_dir.exists() and run_start is not None and committed is not None and (
-            run_start <= checkpoint_ts <= committed
+        if (
+            spark_dir.exists()
+            and run_start is not None
+            and committed is not None
+            and (run_start <= checkpoint_ts <= committed)
         ):
             if replay_floor(progress, run_start) >= self.gc_ts:
                 return run_start
@@ -333,7 +346,24 @@ class SparkRunner:
                 error = None
         if warning is None and feed.last_warning is not None:
             warning = feed.last_warning
-        return RunnerStatus(checkpoint_ts=checkpoint, resolved_ts=resolved, error=error, warning=warning)
+        snapshot = self._snapshot_status(feed)
+        finished = (feed.info.config.snapshot.mode == "initial-only" and snapshot is not None and snapshot.complete
+                    and progress is not None and progress.checkpoint_ts >= feed.spec.start_ts)  # fmt: skip
+        return RunnerStatus(checkpoint_ts=checkpoint, resolved_ts=resolved, error=error, warning=warning,
+                            snapshot=snapshot, finished=finished)  # fmt: skip
+
+    def _snapshot_status(self, feed: _Feed) -> SnapshotProgress | None:
+        """The run's snapshot progress; logged every ``SNAPSHOT_LOG_SECONDS`` while the copy runs."""
+        if not feed.spec.snapshot:
+            return None
+        from sparkcdc.pipeline import snapshot_state
+
+        snapshot = snapshot_state.read_progress(feed.spec.snapshot_progress_path)
+        now = time.monotonic()
+        if snapshot is not None and not snapshot.complete and now - feed.snapshot_logged_at >= SNAPSHOT_LOG_SECONDS:
+            feed.snapshot_logged_at = now
+            log.info("changefeed=%s snapshot: %s", feed.spec.changefeed, describe_snapshot(snapshot))
+        return snapshot
 
     def _query_error(self, feed: _Feed) -> RunningError | None:
         try:
@@ -398,6 +428,29 @@ class SparkRunner:
             except Exception:
                 log.debug("stopping Spark failed", exc_info=True)
             self._spark = None
+
+
+def describe_snapshot(p: SnapshotProgress) -> str:
+    """One log line of a snapshot's progress."""
+    done = sum(t.chunks_done for t in p.tables.values())
+    chunks = sum(t.chunks for t in p.tables.values())
+    tables = sum(1 for t in p.tables.values() if t.done)
+    return (f"{p.rows_done:,} of ~{p.rows_estimated:,} rows, {done} of {chunks} chunks, {tables} of "
+            f"{len(p.tables)} tables copied")  # fmt: skip
+
+
+def _log_snapshot_start(spec: FeedSpec) -> None:
+    from sparkcdc.pipeline import snapshot_state
+
+    progress = snapshot_state.read_progress(spec.snapshot_progress_path)
+    if progress is None or progress.start_ts != spec.start_ts:
+        log.info("changefeed=%s snapshot: copying the tables at start-ts %d before streaming",
+                 spec.changefeed, spec.start_ts)  # fmt: skip
+    elif progress.complete:
+        log.info("changefeed=%s snapshot: already complete (%s)", spec.changefeed, describe_snapshot(progress))
+    else:
+        log.info("changefeed=%s snapshot: resuming; %d finished chunks are skipped (%s)", spec.changefeed,
+                 len(progress.chunks_done), describe_snapshot(progress))  # fmt: skip
 
 
 def query_error(exc: Any, addr: str = "") -> RunningError:

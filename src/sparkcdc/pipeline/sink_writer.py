@@ -5,7 +5,8 @@ hands its payloads to the sink's writer, and its commit message carries the writ
 and the batch mark it saw.
 
 Driver (``commit``, run by Spark in a separate Python worker after *every* task succeeded): the sink's committer
-publishes the results and then the batch's DDLs (the DDL is the batch's last transaction: the DDL barrier), then,
+publishes the results and then the batch's DDLs (the DDL is the batch's last transaction: the DDL barrier), the
+snapshot chunks it read are recorded (``snapshot.json``), then,
 if the batch moves the checkpoint forward, the sink's checkpoint and, last, ``progress.json`` for the runner. The
 checkpoint never moves backwards (a replayed batch after a restart republishes nothing older).
 
@@ -41,6 +42,7 @@ class BatchMessage(WriterCommitMessage):
     result: Any = None  # the sink writer's result
     ddls: tuple[tuple[int, int, bytes], ...] = ()  # (commit_ts, seq, pickled DDLEvent)
     mark: tuple[int, int] | None = None  # (start, end) offsets of the batch
+    snapshot: tuple[tuple[int, int, int], ...] = ()  # snapshot chunks read: (index, rows, watermark)
 
 
 def write_partition(spec: FeedSpec, rows: Iterator[Any]) -> BatchMessage:
@@ -52,6 +54,7 @@ def write_partition(spec: FeedSpec, rows: Iterator[Any]) -> BatchMessage:
     infos: dict[tuple[str, str, int], Any] = {}
     ddls: list[tuple[int, int, bytes]] = []
     mark: tuple[int, int] | None = None
+    snapshot: list[tuple[int, int, int]] = []
     pending: list[tuple[Any, ...]] = []
     for r in rows:
         kind, _route, schema, table, version, pid, commit_ts, seq, nrows, payload, info = r
@@ -63,6 +66,8 @@ def write_partition(spec: FeedSpec, rows: Iterator[Any]) -> BatchMessage:
             ddls.append((commit_ts, seq, bytes(payload)))
         elif kind == "mark":
             mark = (int(version), int(commit_ts))
+        elif kind == "snap":
+            snapshot.append((int(version), int(nrows), int(commit_ts)))
     for schema, table, version, pid, commit_ts, seq, nrows, data in pending:
         info = infos.get((schema, table, version))
         if info is None:
@@ -76,7 +81,7 @@ def write_partition(spec: FeedSpec, rows: Iterator[Any]) -> BatchMessage:
         result = spec.sink().writer(spec.sink_config(), spec.sink_context()).write(payloads) if payloads else None
     except SparkcdcError as e:
         raise with_code(e) from e
-    return BatchMessage(result, tuple(ddls), mark)
+    return BatchMessage(result, tuple(ddls), mark, tuple(snapshot))
 
 
 def commit_batch(spec: FeedSpec, messages: list[Any], batch_id: int) -> int | None:
@@ -90,6 +95,7 @@ def commit_batch(spec: FeedSpec, messages: list[Any], batch_id: int) -> int | No
         _start_run(spec, committer)
         ddls = [load_info(blob) for _ts, _seq, blob in sorted(d for m in msgs for d in m.ddls)]
         committer.commit([m.result for m in msgs if m.result is not None], ddls)
+        _record_snapshot(spec, [c for m in msgs for c in m.snapshot])
         marks = [m.mark for m in msgs if m.mark is not None]
         if not marks:
             return None
@@ -103,6 +109,19 @@ def commit_batch(spec: FeedSpec, messages: list[Any], batch_id: int) -> int | No
     write_progress(spec.progress_path, CommittedProgress(end, batch_id, start))
     log.debug("changefeed=%s batch %d committed: checkpoint %d", spec.changefeed, batch_id, end)
     return end
+
+
+def _record_snapshot(spec: FeedSpec, chunks: list[tuple[int, int, int]]) -> None:
+    """Record the snapshot chunks the batch made durable (before the checkpoint that ends the snapshot)."""
+    if not chunks:
+        return
+    from sparkcdc.pipeline import snapshot_state
+
+    plan = snapshot_state.load_plan(spec.snapshot_plan_path)
+    if plan is None:
+        raise StorageError(f"{spec.snapshot_plan_path}: the snapshot plan is gone; re-create the changefeed")
+    progress = snapshot_state.read_progress(spec.snapshot_progress_path)
+    snapshot_state.write_progress(spec.snapshot_progress_path, snapshot_state.record_chunks(plan, progress, chunks))
 
 
 def _start_run(spec: FeedSpec, committer: Any) -> None:

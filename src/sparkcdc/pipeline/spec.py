@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from sparkcdc.errors import ConfigError, StorageError
+from sparkcdc.local_file import write_atomic
 
 if TYPE_CHECKING:
     from sparkcdc.sink.base import Sink, SinkContext
@@ -32,7 +33,8 @@ class FeedSpec:
     started from); ``capture_dir``: the puller's data dir (relay log); ``state_dir``: the changefeed's private
     dir where the driver-side commit records its checkpoint (``progress.json``); ``batch_interval``: seconds
     between micro-batches while the query is caught up (the sink's flush-interval); a batch the DDL barrier or
-    ``max_batch_bytes`` cut short is followed at once.
+    ``max_batch_bytes`` cut short is followed at once. ``snapshot``: this run first copies the tables' rows
+    (``[snapshot]``, ``sparkcdc.pipeline.snapshot_source``), reading them from ``upstream_uri``.
     """
 
     changefeed: str
@@ -47,6 +49,8 @@ class FeedSpec:
     max_batch_bytes: int = DEFAULT_MAX_BATCH_BYTES
     tz: str | None = None
     batch_interval: float = 0.0
+    upstream_uri: str = field(default="", repr=False)
+    snapshot: bool = False
 
     def __post_init__(self) -> None:
         if self.start_ts < 0 or self.target_ts < 0:
@@ -87,6 +91,14 @@ class FeedSpec:
         return Path(self.state_dir) / "progress.json"
 
     @property
+    def snapshot_plan_path(self) -> Path:
+        return Path(self.state_dir) / "snapshot_plan.pickle"
+
+    @property
+    def snapshot_progress_path(self) -> Path:
+        return Path(self.state_dir) / "snapshot.json"
+
+    @property
     def drain_path(self) -> Path:
         """While this file exists the source plans no new micro-batch (the query is being stopped)."""
         return Path(self.state_dir) / "draining"
@@ -94,18 +106,7 @@ class FeedSpec:
     # -- persistence -----------------------------------------------------------------------------------
     def save(self, path: str | os.PathLike[str]) -> None:
         """Write atomically with mode 0600. Raises StorageError."""
-        target = Path(path)
-        tmp = target.with_name(target.name + ".tmp")
-        try:
-            target.parent.mkdir(parents=True, exist_ok=True)
-            fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
-            with os.fdopen(fd, "w") as f:
-                json.dump(asdict(self), f)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, target)
-        except OSError as e:
-            raise StorageError(f"{target}: cannot write the changefeed spec: {e.strerror or e}") from e
+        write_atomic(path, json.dumps(asdict(self)).encode(), what="the changefeed spec", mode=0o600)
 
     @classmethod
     def load(cls, path: str | os.PathLike[str]) -> FeedSpec:

@@ -4,8 +4,9 @@ No Spark here: ``ChunkTransform.rows`` turns the events of one relay chunk (comm
 query shuffles to the sink's writers; what a payload holds and where it is routed is the sink's encoder's choice
 (``sparkcdc.sink.base``). Row layout (``ROW_SCHEMA``):
 
-``kind``      ``dml`` (one sink payload), ``ddl`` (a pickled DDLEvent) or ``mark`` (the batch's end offset: the
-              checkpoint the commit may publish; ``version`` holds the batch start)
+``kind``      ``dml`` (one sink payload), ``ddl`` (a pickled DDLEvent), ``mark`` (the batch's end offset: the
+              checkpoint the commit may publish; ``version`` holds the batch start) or ``snap`` (a snapshot
+              chunk read: ``version`` its index, ``nrows`` its rows, ``commit_ts`` its low watermark)
 ``route``     the writer route the sink's encoder chose (a task owns every payload of its routes)
 ``schema, table, version, pid``  the versioned (physical) table of a ``dml`` row
 ``commit_ts, seq``  order key: transactions of one table are written in (commit_ts, seq) order
@@ -19,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import pickle
-from collections.abc import Iterable, Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from sparkcdc.changefeed.bdr import BDR_SERVER_ID
@@ -74,8 +75,11 @@ class ChunkTransform:
                 return False
         return not self.event_filter.should_skip_ddl(ddl.schema, ddl.table or None, int(ddl.action), ddl.query)
 
-    def rows(self, events: Iterable[RowChange | DDLEvent]) -> Iterator[OutRow]:
-        """Rows for the events of whole transactions, in commit order."""
+    def rows(
+        self, events: Iterable[RowChange | DDLEvent], skip: Mapping[tuple[str, str], int] | None = None
+    ) -> Iterator[OutRow]:
+        """Rows for the events of whole transactions, in commit order, without the row changes of a table in
+        ``skip`` at or before its ts (they are in the snapshot's copy of the table)."""
         seq = 0
         txn_ts = -1
         # rows of the open transaction per versioned table, in arrival order
@@ -90,6 +94,8 @@ class ChunkTransform:
             if isinstance(ev, RowChange):
                 t = ev.table
                 if not self._table_wanted(t.schema, t.table):
+                    continue
+                if skip and ev.commit_ts <= skip.get((t.schema, t.table), 0):
                     continue
                 op = ev.op.value.lower()
                 if self.event_filter.rules and self.event_filter.should_skip_dml(t.schema, t.table, op):

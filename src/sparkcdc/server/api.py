@@ -149,7 +149,7 @@ def create_app(manager: ChangefeedManager, *, capture_id: str | None = None) -> 
     @app.get("/api/v2/changefeeds/{changefeed_id}")
     def get(changefeed_id: str, namespace: str = DEFAULT_NAMESPACE) -> dict[str, Any]:
         info, st = manager.get(namespace, changefeed_id)
-        return api_model.changefeed_info(info, st)
+        return api_model.changefeed_info(info, st, manager.snapshot(namespace, changefeed_id))
 
     @app.put("/api/v2/changefeeds/{changefeed_id}")
     def update(changefeed_id: str, body: ChangefeedConfigBody, namespace: str = DEFAULT_NAMESPACE) -> dict[str, Any]:
@@ -183,6 +183,6 @@ def create_app(manager: ChangefeedManager, *, capture_id: str | None = None) -> 
     @app.get("/api/v2/changefeeds/{changefeed_id}/status")
     def cf_status(changefeed_id: str, namespace: str = DEFAULT_NAMESPACE) -> dict[str, Any]:
         info, st = manager.get(namespace, changefeed_id)
-        return api_model.changefeed_status(info, st)
+        return api_model.changefeed_status(info, st, manager.snapshot(namespace, changefeed_id))
 
     return app

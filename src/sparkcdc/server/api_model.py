@@ -10,6 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from sparkcdc.changefeed.info import ChangefeedInfo, ChangefeedStatus, FeedState, RunningError
+from sparkcdc.changefeed.snapshot import SnapshotProgress
 from sparkcdc.masking import mask_uri
 from sparkcdc.model import tso
 
@@ -34,8 +35,11 @@ def _shown_state(state: FeedState) -> str:
     return FeedState.WARNING.value if state == FeedState.PENDING else state.value
 
 
-def changefeed_info(info: ChangefeedInfo, status: ChangefeedStatus) -> dict[str, Any]:
-    """``ChangeFeedInfo`` (GET /changefeeds/{id}, create, update): Go ``omitempty`` fields dropped when zero."""
+def changefeed_info(
+    info: ChangefeedInfo, status: ChangefeedStatus, snapshot: SnapshotProgress | None = None
+) -> dict[str, Any]:
+    """``ChangeFeedInfo`` (GET /changefeeds/{id}, create, update): Go ``omitempty`` fields dropped when zero;
+    ``snapshot`` (ours: TiCDC has no initial snapshot) while the run has one."""
     out: dict[str, Any] = {}
     if info.upstream_id:
         out["upstream_id"] = info.upstream_id
@@ -57,6 +61,8 @@ def changefeed_info(info: ChangefeedInfo, status: ChangefeedStatus) -> dict[str,
     out["resolved_ts"] = status.resolved_ts
     out["checkpoint_ts"] = status.checkpoint_ts
     out["checkpoint_time"] = json_time(status.checkpoint_ts)
+    if snapshot is not None:
+        out["snapshot"] = snapshot.to_api()
     return out
 
 
@@ -73,8 +79,10 @@ def changefeed_common_info(info: ChangefeedInfo, status: ChangefeedStatus) -> di
     }
 
 
-def changefeed_status(info: ChangefeedInfo, status: ChangefeedStatus) -> dict[str, Any]:
-    """``ChangefeedStatus`` (GET /changefeeds/{id}/status)."""
+def changefeed_status(
+    info: ChangefeedInfo, status: ChangefeedStatus, snapshot: SnapshotProgress | None = None
+) -> dict[str, Any]:
+    """``ChangefeedStatus`` (GET /changefeeds/{id}/status), plus ``snapshot`` as in :func:`changefeed_info`."""
     out: dict[str, Any] = {
         "state": _shown_state(info.state),
         "resolved_ts": status.resolved_ts,
@@ -84,4 +92,6 @@ def changefeed_status(info: ChangefeedInfo, status: ChangefeedStatus) -> dict[st
         out["last_error"] = running_error(info.error)
     if status.last_warning is not None:
         out["last_warning"] = running_error(status.last_warning)
+    if snapshot is not None:
+        out["snapshot"] = snapshot.to_api()
     return out

@@ -40,6 +40,7 @@ from sparkcdc.changefeed.info import (
     validate_namespace,
 )
 from sparkcdc.changefeed.runner import ChangefeedRunner
+from sparkcdc.changefeed.snapshot import SnapshotProgress
 from sparkcdc.errors import ConfigError, SparkcdcError
 from sparkcdc.masking import mask_uri
 from sparkcdc.server.gc import GcPolicy, gc_ttl_exceeded, safepoint, stopped_since
@@ -94,6 +95,7 @@ class ChangefeedManager:
         self.store = store
         self.runner = runner
         self.addr = addr
+        self._snapshots: dict[tuple[str, str], SnapshotProgress] = {}
         self.upstream_id = upstream_id
         self.poll_interval = poll_interval
         self.gc_policy = gc or GcPolicy()
@@ -162,6 +164,10 @@ class ChangefeedManager:
     def get(self, namespace: str, changefeed_id: str) -> tuple[ChangefeedInfo, ChangefeedStatus]:
         validate_changefeed_id(changefeed_id)
         return self.store.get(namespace, changefeed_id)
+
+    def snapshot(self, namespace: str, changefeed_id: str) -> SnapshotProgress | None:
+        """The initial snapshot's progress as the runner last reported it (None: no snapshot in this run)."""
+        return self._snapshots.get((namespace, changefeed_id))
 
     def list(self, namespace: str | None = DEFAULT_NAMESPACE) -> list[tuple[ChangefeedInfo, ChangefeedStatus]]:
         return self.store.list(namespace)
@@ -362,6 +368,8 @@ class ChangefeedManager:
             self._stop_runner(info)
             self.store.put_info(info.with_changes(state=FeedState.FAILED, error=st.error, stopped_at=self.clock()))
             return
+        if st.snapshot is not None:
+            self._snapshots[(info.namespace, info.id)] = st.snapshot
         checkpoint = max(status.checkpoint_ts, st.checkpoint_ts)
         if info.target_ts:  # a finished changefeed's checkpoint is its target-ts
             checkpoint = max(status.checkpoint_ts, min(checkpoint, info.target_ts))
@@ -370,6 +378,10 @@ class ChangefeedManager:
         new_state = FeedState.WARNING if st.warning is not None else FeedState.NORMAL
         if info.target_ts and checkpoint >= info.target_ts:
             log.info("changefeed=%s reached target-ts %d: finished", info.id, info.target_ts)
+            self._stop_runner(info)
+            new_state = FeedState.FINISHED
+        elif st.finished:
+            log.info("changefeed=%s copied its tables (snapshot mode initial-only): finished", info.id)
             self._stop_runner(info)
             new_state = FeedState.FINISHED
         if new_status != status:

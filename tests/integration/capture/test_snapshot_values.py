@@ -14,9 +14,10 @@ import pymysql
 import pytest
 
 from sparkcdc.capture.decode import resolve_tz
-from sparkcdc.capture.snapshot_values import connection_options, quote_identifier, row_converter, select_list
+from sparkcdc.capture.snapshot_values import connection_options, row_converter, select_list
 from sparkcdc.model.events import RowChange, RowOp
 from sparkcdc.model.table import TableInfo
+from sparkcdc.mysql.target import quote_ident
 from tests.fixtures.mariadb import FreshDatabase
 from tests.integration.capture.conftest import decode_all, for_schema, make_puller
 from tests.integration.capture.test_types import COLUMNS, ROWS
@@ -50,7 +51,7 @@ def _captured(db: FreshDatabase, tmp_path: Path, statements: list[str], tz: str 
 def _snapshot(db: FreshDatabase, table: TableInfo, tz: tzinfo) -> list[tuple[Any, ...]]:
     convert = row_converter(table, tz)
     with _snapshot_conn(db) as conn, conn.cursor() as cur:
-        cur.execute(f"SELECT {select_list(table)} FROM {quote_identifier(table.table)} ORDER BY 1")
+        cur.execute(f"SELECT {select_list(table)} FROM {quote_ident(table.table)} ORDER BY 1")
         return [convert(row) for row in cur.fetchall()]
 
 

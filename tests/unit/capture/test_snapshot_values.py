@@ -8,10 +8,11 @@ from zoneinfo import ZoneInfo
 
 import pytest
 
-from sparkcdc.capture.snapshot_values import connection_options, quote_identifier, row_converter, select_list
+from sparkcdc.capture.snapshot_values import connection_options, row_converter, select_list
 from sparkcdc.capture.values import read_timestamp2
 from sparkcdc.errors import ConfigError
 from sparkcdc.model.table import ColumnInfo, TableInfo
+from sparkcdc.mysql.target import quote_ident
 
 TABLE = TableInfo(
     "db",
@@ -38,9 +39,9 @@ TABLE = TableInfo(
 
 
 def test_identifiers_are_backtick_quoted_with_backticks_doubled() -> None:
-    assert quote_identifier("a") == "`a`"
-    assert quote_identifier("we`ird col") == "`we``ird col`"
-    assert quote_identifier("``") == "``````"
+    assert quote_ident("a") == "`a`"
+    assert quote_ident("we`ird col") == "`we``ird col`"
+    assert quote_ident("``") == "``````"
 
 
 def test_select_list_uses_exact_expressions() -> None:

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import json
 import logging
-import os
 import pickle
 import time
 from collections.abc import Callable, Sequence
@@ -26,6 +25,7 @@ from typing import Any
 from sparkcdc.codec.base import message_encoder
 from sparkcdc.codec.simple.bootstrap import BootstrapTracker
 from sparkcdc.errors import SparkcdcError, StorageError
+from sparkcdc.local_file import write_atomic
 from sparkcdc.model import DDLEvent, TableInfo
 from sparkcdc.sink.base import SinkContext
 from sparkcdc.sink.kafka.client import clients, discard
@@ -67,7 +67,8 @@ class KafkaCommitter:
         if ddls or bootstraps:
             self._send(ddls, bootstraps)
         if tracker is not None and (tables or bootstraps):
-            _write_atomic(Path(self.ctx.state_dir) / BOOTSTRAP_FILE, pickle.dumps(tracker))
+            path = Path(self.ctx.state_dir) / BOOTSTRAP_FILE
+            write_atomic(path, pickle.dumps(tracker), what="the bootstrap schedule")
 
     def _send(self, ddls: Sequence[DDLEvent], bootstraps: list[tuple[str, TableInfo]]) -> None:
         try:
@@ -133,13 +134,4 @@ class KafkaCommitter:
             raise StorageError(f"{self._path}: cannot read the changefeed's Kafka topics: {e}") from e
 
     def _save(self, topics: set[str]) -> None:
-        _write_atomic(self._path, json.dumps(sorted(topics)).encode())
-
-
-def _write_atomic(path: Path, data: bytes) -> None:
-    tmp = path.with_name(path.name + ".tmp")
-    try:
-        tmp.write_bytes(data)
-        os.replace(tmp, path)
-    except OSError as e:
-        raise StorageError(f"{path}: cannot record the changefeed's Kafka sink state: {e.strerror}") from e
+        write_atomic(self._path, json.dumps(sorted(topics)).encode(), what="the changefeed's Kafka topics")

@@ -1,0 +1,159 @@
+"""The snapshot phase of the relay source: micro-batches that copy the tables before the streamed ones.
+
+A run with ``FeedSpec.snapshot`` starts with offsets ``{"resolved_ts": S, "chunks": k}`` (S: the run's start-ts,
+k: chunks of the plan read so far). Each snapshot batch reads the next ``[snapshot] parallelism`` chunks, one
+Spark task each, and its end offset also records the batch's low watermark (the relay log's resolved ts and
+binlog position when it was planned; ``sparkcdc.capture.snapshot_reader``). Every copied row is an INSERT with
+commit-ts S, so consumers apply the copy before any streamed change (commit-ts > S). The batches publish no
+checkpoint until the last one, whose mark publishes S: only then is everything at or before S in the sink.
+After it the source plans streamed batches from S as usual, leaving out each copied table's changes up to its
+watermark (``snapshot_state.skip_until``).
+
+Spark's offset log makes this resumable: a batch is replayed with the same chunks and watermark after a crash,
+and finished batches are never read again. A run that lost its Spark checkpoint resumes after the chunks that
+``snapshot.json`` records as done.
+"""
+
+from __future__ import annotations
+
+import logging
+import sqlite3
+from collections.abc import Iterator
+from dataclasses import dataclass
+from typing import Any
+
+from pyspark.sql.datasource import InputPartition
+
+from sparkcdc.capture.snapshot_plan import Chunk
+from sparkcdc.model.table import TableInfo
+from sparkcdc.pipeline import snapshot_state
+from sparkcdc.pipeline.spec import FeedSpec
+from sparkcdc.pipeline.transform import ChunkTransform, OutRow
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class SnapshotPartition(InputPartition):
+    chunk: Chunk
+    table: TableInfo
+    commit_ts: int
+    watermark: int
+    not_before: tuple[str, int] | None
+
+
+def initial_offset(spec: FeedSpec) -> dict[str, int]:
+    plan = snapshot_state.load_plan(spec.snapshot_plan_path)
+    done = 0
+    if plan is not None and plan.start_ts == spec.start_ts:
+        done = snapshot_state.done_prefix(snapshot_state.read_progress(spec.snapshot_progress_path), plan)
+    return {"resolved_ts": spec.start_ts, "chunks": done}
+
+
+def load_or_make_plan(spec: FeedSpec) -> snapshot_state.SnapshotPlan:
+    """The run's plan, made (asking the upstream) and saved the first time."""
+    plan = snapshot_state.load_plan(spec.snapshot_plan_path)
+    if plan is not None and plan.start_ts == spec.start_ts:
+        return plan
+    plan = make_plan(spec)
+    snapshot_state.save_plan(spec.snapshot_plan_path, plan)
+    snapshot_state.write_progress(spec.snapshot_progress_path, snapshot_state.initial_progress(plan))
+    return plan
+
+
+def make_plan(spec: FeedSpec) -> snapshot_state.SnapshotPlan:
+    """Chunks of every table the changefeed replicates, as they are defined at start-ts."""
+    import pymysql  # type: ignore[import-untyped]
+
+    from sparkcdc.capture.schema_history import SchemaHistory
+    from sparkcdc.capture.snapshot_plan import plan_table
+    from sparkcdc.capture.upstream import parse_mysql_uri
+    from sparkcdc.errors import UpstreamError
+
+    replica = spec.replica_config()
+    table_filter = replica.table_filter()
+    wanted = [t for t in SchemaHistory.load(spec.capture_dir).tables_at(spec.start_ts)
+              if table_filter.match_table(t.schema, t.table)]  # fmt: skip
+    tables = [t for t in wanted if t.is_eligible or replica.force_replicate]
+    tables.sort(key=lambda t: (t.schema, t.table))
+    chunk_size = replica.snapshot.chunk_size
+    chunks: list[Chunk] = []
+    try:
+        conn = pymysql.connect(**parse_mysql_uri(spec.upstream_uri), charset="utf8mb4")
+        try:
+            with conn.cursor() as cur:
+                for t in tables:
+                    chunks += plan_table(cur, t, chunk_size, len(chunks))
+        finally:
+            conn.close()
+    except pymysql.MySQLError as e:
+        raise UpstreamError(f"changefeed {spec.changefeed}: cannot plan the snapshot: {e}", retryable=True) from e
+    return snapshot_state.SnapshotPlan(spec.start_ts, tuple(chunks), {t.qualified_name: t for t in tables})
+
+
+def next_offset(spec: FeedSpec, db: sqlite3.Connection, begin: dict[str, int]) -> dict[str, Any] | None:
+    """The end offset of the next snapshot batch after ``begin``, None when the snapshot is read."""
+    plan = load_or_make_plan(spec)
+    done = int(begin.get("chunks", 0))
+    if done >= len(plan.chunks):
+        return None
+    resolved, file, pos = _watermark(db)
+    end = min(len(plan.chunks), done + spec.replica_config().snapshot.parallelism)
+    return {"resolved_ts": spec.start_ts, "chunks": end, "watermark": max(resolved, spec.start_ts),
+            "watermark_file": file, "watermark_pos": pos}  # fmt: skip
+
+
+def _watermark(db: sqlite3.Connection) -> tuple[int, str, int]:
+    """The relay log's resolved ts and the binlog position of its last transaction at or before it."""
+    row = db.execute("SELECT resolved_ts FROM progress WHERE id = 1").fetchone()
+    resolved = int(row[0]) if row else 0
+    txn = db.execute(
+        "SELECT binlog_file, binlog_pos FROM txn WHERE commit_ts <= ? ORDER BY commit_ts DESC LIMIT 1", (resolved,)
+    ).fetchone()
+    return (resolved, str(txn[0]), int(txn[1])) if txn else (resolved, "", 0)
+
+
+def is_snapshot_batch(start: dict[str, Any], end: dict[str, Any]) -> bool:
+    return int(end.get("chunks", 0)) > int(start.get("chunks", 0))
+
+
+def partitions(spec: FeedSpec, start: dict[str, Any], end: dict[str, Any]) -> tuple[list[InputPartition], bool]:
+    """A task per chunk of the batch, and whether the batch reads the plan's last chunk (it then ends the
+    snapshot: its mark publishes start-ts)."""
+    plan = snapshot_state.load_plan(spec.snapshot_plan_path)
+    if plan is None or plan.start_ts != spec.start_ts:
+        from sparkcdc.errors import StorageError
+
+        raise StorageError(f"{spec.snapshot_plan_path}: the snapshot plan this run's offsets name is gone; "
+                           "remove and re-create the changefeed to copy the tables again")  # fmt: skip
+    first, stop = int(start.get("chunks", 0)), int(end["chunks"])
+    not_before = (str(end["watermark_file"]), int(end["watermark_pos"])) if end.get("watermark_file") else None
+    parts: list[InputPartition] = [
+        SnapshotPartition(c, plan.tables[c.table_name], plan.start_ts, int(end["watermark"]), not_before)
+        for c in plan.chunks[first:stop]
+    ]
+    return parts, stop >= len(plan.chunks)
+
+
+def read(spec: FeedSpec, partition: SnapshotPartition, transform: ChunkTransform) -> Iterator[OutRow]:
+    """The chunk's rows through the sink's encoder, then one ``snap`` row: (chunk, rows read, watermark)."""
+    from sparkcdc.capture.decode import resolve_tz
+    from sparkcdc.capture.snapshot_reader import read_chunk
+    from sparkcdc.capture.upstream import parse_mysql_uri
+
+    chunk = partition.chunk
+    count = 0
+
+    def counted() -> Iterator[Any]:
+        nonlocal count
+        for ev in read_chunk(parse_mysql_uri(spec.upstream_uri), chunk, partition.table, partition.commit_ts,
+                             resolve_tz(spec.tz), partition.not_before):  # fmt: skip
+            count += 1
+            yield ev
+
+    yield from transform.rows(counted())
+    yield snap_row(chunk.index, count, partition.watermark)
+
+
+def snap_row(index: int, rows: int, watermark: int) -> OutRow:
+    return ("snap", 0, "", "", index, 0, watermark, 0, rows, b"", None)
