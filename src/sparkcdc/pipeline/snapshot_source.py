@@ -3,9 +3,11 @@
 A run with ``FeedSpec.snapshot`` starts with offsets ``{"resolved_ts": S, "chunks": k}`` (S: the run's start-ts,
 k: chunks of the plan read so far). Each snapshot batch reads the next ``[snapshot] parallelism`` chunks, one
 Spark task each, and its end offset also records the batch's low watermark (the relay log's resolved ts and
-binlog position when it was planned; ``sparkcdc.capture.snapshot_reader``). Every copied row is an INSERT with
-commit-ts S, so consumers apply the copy before any streamed change (commit-ts > S). The batches publish no
-checkpoint until the last one, whose mark publishes S: only then is everything at or before S in the sink.
+binlog position when it was planned; ``sparkcdc.capture.snapshot_reader``). Every copied row is an INSERT, with
+the commit-ts ``S - n + i`` for chunk ``i`` of ``n``: below S, so consumers apply the copy before any streamed
+change (commit-ts > S), and one per chunk, increasing, because ordered appliers (the MySQL sink, the Kafka
+consumer) checkpoint between commit-ts values and take a second batch at an applied commit-ts for a replay. The
+batches publish no checkpoint until the last one, whose mark publishes S: only then is the copy complete.
 After it the source plans streamed batches from S as usual, leaving out each copied table's changes up to its
 watermark (``snapshot_state.skip_until``).
 
@@ -128,8 +130,9 @@ def partitions(spec: FeedSpec, start: dict[str, Any], end: dict[str, Any]) -> tu
                            "remove and re-create the changefeed to copy the tables again")  # fmt: skip
     first, stop = int(start.get("chunks", 0)), int(end["chunks"])
     not_before = (str(end["watermark_file"]), int(end["watermark_pos"])) if end.get("watermark_file") else None
+    n = len(plan.chunks)
     parts: list[InputPartition] = [
-        SnapshotPartition(c, plan.tables[c.table_name], plan.start_ts, int(end["watermark"]), not_before)
+        SnapshotPartition(c, plan.tables[c.table_name], plan.start_ts - n + c.index, int(end["watermark"]), not_before)
         for c in plan.chunks[first:stop]
     ]
     return parts, stop >= len(plan.chunks)

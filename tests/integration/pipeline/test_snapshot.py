@@ -4,16 +4,20 @@ from __future__ import annotations
 
 import json
 import threading
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from sparkcdc.mysql.target import MysqlTarget
 from sparkcdc.pipeline import snapshot_state
+from sparkcdc.pipeline.progress import read_progress
 from sparkcdc.pipeline.query import start_query, stop_between_batches
 from sparkcdc.pipeline.spec import FeedSpec
 from sparkcdc.storage.external import ExternalStorage
 from tests.fixtures.mariadb import FreshDatabase
+from tests.integration.consumer.servers import downstream_server, run_sql, target  # noqa: F401
 from tests.integration.pipeline.conftest import PullerThread, wait_for
 from tests.integration.pipeline.replay import layout_violations, replay
 from tests.integration.pipeline.test_query import _select, text
@@ -23,14 +27,19 @@ pytestmark = pytest.mark.integration
 TABLES = ["big", "comp", "part", "small", "empty"]
 
 
+CREATES = (
+    "CREATE TABLE big (id BIGINT UNSIGNED PRIMARY KEY, v VARCHAR(40), d DATETIME(6), b VARBINARY(8))",
+    "CREATE TABLE comp (id INT NOT NULL, k VARCHAR(10) NOT NULL, n INT, PRIMARY KEY (k, id))",
+    "CREATE TABLE part (id INT PRIMARY KEY, v VARCHAR(10)) PARTITION BY HASH(id) PARTITIONS 3",
+    "CREATE TABLE small (id INT NOT NULL, u VARCHAR(10) NOT NULL, UNIQUE KEY (u))",
+    "CREATE TABLE empty (id INT PRIMARY KEY)",
+    "CREATE TABLE nokey (id INT, v INT)",
+)
+
+
 def create_and_fill(db: FreshDatabase, rows: int) -> None:
     db.execute(
-        "CREATE TABLE big (id BIGINT UNSIGNED PRIMARY KEY, v VARCHAR(40), d DATETIME(6), b VARBINARY(8))",
-        "CREATE TABLE comp (id INT NOT NULL, k VARCHAR(10) NOT NULL, n INT, PRIMARY KEY (k, id))",
-        "CREATE TABLE part (id INT PRIMARY KEY, v VARCHAR(10)) PARTITION BY HASH(id) PARTITIONS 3",
-        "CREATE TABLE small (id INT NOT NULL, u VARCHAR(10) NOT NULL, UNIQUE KEY (u))",
-        "CREATE TABLE empty (id INT PRIMARY KEY)",
-        "CREATE TABLE nokey (id INT, v INT)",
+        *CREATES,
         "INSERT INTO big SELECT seq, CONCAT('v', seq, ' 😀'), '2024-01-02 03:04:05.123456' + INTERVAL seq SECOND, "
         f"UNHEX(LPAD(HEX(seq), 16, '0')) FROM seq_1_to_{rows}",
         "INSERT INTO comp SELECT seq, IF(seq % 2, 'Odd', 'even'), seq FROM seq_1_to_700",
@@ -132,6 +141,39 @@ def test_snapshot_under_concurrent_writes_then_stream_equals_upstream(
     assert big.rows_done >= rows - 400  # the churn deletes a few before they are read, and adds some
     assert progress.tables[f"{db.name}.part"].chunks == 2  # a partitioned table is one table in the binlog
     assert progress.tables[f"{db.name}.empty"].rows_done == 0
+
+
+def test_snapshot_into_the_mysql_sink_applies_every_chunk_then_the_stream(
+    spark: Any, fresh_db: FreshDatabase, puller_thread: PullerThread, tmp_path: Path,
+    target: MysqlTarget,  # noqa: F811
+) -> None:
+    """Ordered appliers skip a batch at a commit-ts they applied: each chunk has its own commit-ts."""
+    db = fresh_db
+    rows = 3000
+    create_and_fill(db, rows)
+    run_sql(target, f"DROP DATABASE IF EXISTS `{db.name}`", f"CREATE DATABASE `{db.name}`", f"USE `{db.name}`",
+            *CREATES)  # fmt: skip
+    start = puller_thread.caught_up()
+    spec = replace(make_spec(db, puller_thread, tmp_path, start),
+                   sink_uri=f"mysql://root@127.0.0.1:{target.port}/?worker-count=2")  # fmt: skip
+    query = start_query(spark, spec, trigger_seconds=0.5)
+    try:
+        wait_for(lambda: (snapshot_state.read_progress(spec.snapshot_progress_path) or _none()).complete, 180,
+                 "snapshot to complete")  # fmt: skip
+        db.execute("UPDATE big SET v = 'streamed' WHERE id <= 10", "DELETE FROM comp WHERE id = 5")
+        end = puller_thread.caught_up()
+
+        def caught_up() -> bool:
+            assert query.exception() is None, query.exception()
+            progress = read_progress(spec.progress_path)
+            return progress is not None and progress.checkpoint_ts >= end
+
+        wait_for(caught_up, 180, "checkpoint to pass the workload")
+    finally:
+        query.stop()
+    for t in TABLES:
+        sql = f"SELECT * FROM `{db.name}`.`{t}` ORDER BY 1, 2" if t != "empty" else f"SELECT * FROM `{db.name}`.`{t}`"
+        assert [tuple(r) for r in run_sql(target, sql)] == [tuple(r) for r in db.query(sql)], t
 
 
 def test_a_stopped_snapshot_resumes_from_its_finished_chunks(
