@@ -20,7 +20,7 @@ from tests.fixtures.mariadb import FreshDatabase
 from tests.integration.consumer.servers import downstream_server, run_sql, target  # noqa: F401
 from tests.integration.pipeline.conftest import PullerThread, wait_for
 from tests.integration.pipeline.replay import layout_violations, replay
-from tests.integration.pipeline.test_query import _select, text
+from tests.integration.pipeline.test_query import expected
 
 pytestmark = pytest.mark.integration
 
@@ -65,15 +65,6 @@ def churn(db: FreshDatabase, rows: int, stop: threading.Event) -> None:
             "COMMIT",
         )
         stop.wait(0.01)
-
-
-def expected(db: FreshDatabase) -> dict[str, Any]:
-    run = _select(db)
-    out: dict[str, Any] = {}
-    for t in TABLES:
-        cols, got = run(f"SELECT * FROM `{db.name}`.`{t}`")
-        out[f"{db.name}.{t}"] = {text(r[0]): {c: text(v) for c, v in zip(cols, r, strict=True)} for r in got}
-    return out
 
 
 def make_spec(db: FreshDatabase, puller: PullerThread, tmp_path: Path, start: int, **snapshot: Any) -> FeedSpec:
@@ -128,7 +119,7 @@ def test_snapshot_under_concurrent_writes_then_stream_equals_upstream(
         stop.set()
         query.stop()
     checkpoint, got = replay(spec.sink_uri)
-    want = expected(db)
+    want = expected(db, TABLES)
     assert checkpoint >= end
     for name, table in want.items():
         assert got.get(name, {}) == table, name
