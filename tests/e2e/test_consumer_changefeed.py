@@ -18,6 +18,7 @@ import pytest
 
 from sparkcdc.mysql.target import MysqlTarget
 from sparkcdc.storage.external import ExternalStorage
+from tests.e2e.downstream import storage_consumer
 from tests.fixtures.mariadb import FreshDatabase
 from tests.fixtures.object_stores import backend_uri
 from tests.integration.consumer.servers import downstream_server, run_sql, target  # noqa: F401
@@ -115,9 +116,7 @@ def test_upstream_changefeed_storage_consumer_check(
         query.stop()
     up = db.server.connect_kwargs()
     env = {**os.environ, "PYTHONPATH": "src"}
-    res = subprocess.run([CDC, "storage-consumer", "--upstream-uri", uri, "--downstream-uri",
-                          _uri(target.host, target.port), "--once", "--log-level", "warn"],
-                         capture_output=True, text=True, timeout=600, env=env)  # fmt: skip
+    res = storage_consumer(uri, target)
     assert res.returncode == 0, res.stderr
     res = subprocess.run([CDC, "check", "--source", _uri(up["host"], up["port"]), "--target",
                           _uri(target.host, target.port), "--tables", f"{db.name}.*", "--output", "json"],

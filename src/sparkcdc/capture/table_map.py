@@ -48,6 +48,10 @@ T_GEOMETRY = 255
 
 NUMERIC_TYPES = frozenset({T_TINY, T_SHORT, T_INT24, T_LONG, T_LONGLONG, T_NEWDECIMAL, T_FLOAT, T_DOUBLE, T_DECIMAL})
 CHARACTER_TYPES = frozenset({T_STRING, T_VAR_STRING, T_VARCHAR, T_BLOB})
+# The columns the SIGNEDNESS bitmap has a bit for. MariaDB (log_event_server.cc ``is_numeric_field``) gives one to
+# every field with a sign, and its YEAR is a TINYINT subclass: without T_YEAR here every numeric column after a
+# YEAR takes its neighbour's flag (a TINYINT UNSIGNED 218 then decoded as -38; mariadb-binlog 10.11 misreads it too).
+SIGNEDNESS_TYPES = NUMERIC_TYPES | {T_YEAR}
 
 # Optional metadata field types.
 _SIGNEDNESS = 1
@@ -155,7 +159,7 @@ def _parse(body: bytes) -> TableMap:
     enums: dict[int, tuple[str, ...]] = {}
     sets: dict[int, tuple[str, ...]] = {}
     pk: list[int] = []
-    numeric = [i for i, t in enumerate(types) if t in NUMERIC_TYPES]
+    numeric = [i for i, t in enumerate(types) if t in SIGNEDNESS_TYPES]
     chars = [i for i, t in enumerate(types) if t in CHARACTER_TYPES]
     enumset = [i for i, t in enumerate(types) if t in (T_ENUM, T_SET)]
     while p < len(body):

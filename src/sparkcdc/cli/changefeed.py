@@ -232,6 +232,8 @@ def query(ctx: click.Context, server: str | None, changefeed_id: str, namespace:
     if d.get("error"):
         meta["error"] = d["error"]
     meta["creator_version"] = d.get("creator_version", "")
+    if d.get("snapshot"):  # ours (TiCDC has no initial snapshot): the copy's progress, as the Open API shows it
+        meta["snapshot"] = d["snapshot"]
     click.echo(go_json(meta, indent=True))
 
 

@@ -184,3 +184,17 @@ def test_wide_columns_use_two_byte_lengths(fresh_db: FreshDatabase, tmp_path: Pa
     assert got[:5] + got[6:] == want[:5] + want[5:]
     assert len(got[3]) == 255 and got[3][0] == 1 and got[3][1:] == bytes(254)  # BINARY keeps its 0x00 padding
     assert got[5] == 1 | 1 << 63  # SET bitmask: s0 and s63 (unsigned; SELECT s+0 would be signed)
+
+
+def test_unsigned_columns_after_a_year_column_keep_their_sign(fresh_db: FreshDatabase, tmp_path: Path) -> None:
+    # MariaDB's SIGNEDNESS bitmap has a bit for YEAR: reading it without shifted the flags of the columns after it
+    db = fresh_db
+    db.execute("CREATE TABLE yu (id INT PRIMARY KEY, y YEAR, f DOUBLE, u TINYINT UNSIGNED, s SMALLINT UNSIGNED, "
+               "i INT)")  # fmt: skip
+    puller = make_puller(db, tmp_path)
+    start = puller.catch_up(30).resolved_ts
+    db.execute("INSERT INTO yu VALUES (1, 2008, -1.5, 218, 65000, -7)")
+    puller.catch_up(30)
+    puller.close()
+    events = [e for e in for_schema(decode_all(tmp_path, start), db.name) if isinstance(e, RowChange)]
+    assert [e.after for e in events] == [(1, 2008, -1.5, 218, 65000, -7)]

@@ -14,7 +14,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import httpx
 
@@ -282,11 +282,17 @@ class Workload:
         return out
 
 
+class Steps(Protocol):
+    """A workload :class:`Background` runs: ``step(i)`` does the i-th change."""
+
+    def step(self, i: int) -> None: ...
+
+
 class Background:
     """Runs the workload in a thread until stopped; its database connection belongs to that thread meanwhile
     (pymysql connections are not thread-safe: query the upstream only after ``stop``)."""
 
-    def __init__(self, work: Workload) -> None:
+    def __init__(self, work: Steps) -> None:
         self.work = work
         self.stop = threading.Event()
         self.error: BaseException | None = None
