@@ -146,7 +146,7 @@ class RelayStreamReader(DataSourceStreamReader):
             end = min(end, int(capped[0]))
         self._behind = end < available
         self._next_batch_at = now + self.spec.batch_interval
-        self._last = {**start, "resolved_ts": end}
+        self._last = {"resolved_ts": end}  # past the snapshot: later offsets need not name its chunks
         self._trace(f"latestOffset {begin} -> {end}{' (behind)' if self._behind else ''}")
         return self._last
 
@@ -175,8 +175,7 @@ class RelayStreamReader(DataSourceStreamReader):
         return parts
 
     def commit(self, end: dict[str, Any]) -> None:
-        self._last = {k: int(v) if k in ("resolved_ts", "chunks") else v for k, v in end.items()
-                      if k in ("resolved_ts", "chunks")}  # fmt: skip
+        self._last = {k: int(end[k]) for k in ("resolved_ts", "chunks") if k in end}
 
     def stop(self) -> None:
         if self._conn is not None:

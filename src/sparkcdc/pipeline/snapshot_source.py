@@ -1,7 +1,8 @@
 """The snapshot phase of the relay source: micro-batches that copy the tables before the streamed ones.
 
 A run with ``FeedSpec.snapshot`` starts with offsets ``{"resolved_ts": S, "chunks": k}`` (S: the run's start-ts,
-k: chunks of the plan read so far). Each snapshot batch reads the next ``[snapshot] parallelism`` chunks, one
+k: chunks of the plan read so far; the first streamed batch's end offset drops ``chunks``, so the plan is not
+read again at every trigger). Each snapshot batch reads the next ``[snapshot] parallelism`` chunks, one
 Spark task each, and its end offset also records the batch's low watermark (the relay log's resolved ts and
 binlog position when it was planned; ``sparkcdc.capture.snapshot_reader``). Every copied row is an INSERT, with
 the commit-ts ``S - n + i`` for chunk ``i`` of ``n``: below S, so consumers apply the copy before any streamed

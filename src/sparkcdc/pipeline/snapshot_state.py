@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 import pickle
 from collections.abc import Iterable
-from dataclasses import dataclass, replace
+from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -82,7 +82,7 @@ def write_progress(path: Path, progress: SnapshotProgress) -> None:
         "start_ts": progress.start_ts,
         "complete": progress.complete,
         "chunks_done": sorted(progress.chunks_done),
-        "tables": {n: t.__dict__ for n, t in progress.tables.items()},
+        "tables": {n: asdict(t) for n, t in progress.tables.items()},
     }
     write_atomic(path, json.dumps(doc).encode(), what="the snapshot progress")
 

@@ -84,6 +84,14 @@ def make_spec(db: FreshDatabase, puller: PullerThread, tmp_path: Path, start: in
     )
 
 
+def copied(spec: FeedSpec, chunks: int | None = None) -> bool:
+    """The snapshot is complete (or has ``chunks`` chunks done)."""
+    progress = snapshot_state.read_progress(spec.snapshot_progress_path)
+    if progress is None:
+        return False
+    return progress.complete if chunks is None else len(progress.chunks_done) >= chunks
+
+
 def checkpoint_of(sink: Path) -> int:
     path = sink / "metadata"
     return int(json.loads(path.read_bytes())["checkpoint-ts"]) if path.exists() else 0
@@ -102,8 +110,7 @@ def test_snapshot_under_concurrent_writes_then_stream_equals_upstream(
     query = start_query(spark, spec, trigger_seconds=0.5)
     try:
         writer.start()
-        wait_for(lambda: (snapshot_state.read_progress(spec.snapshot_progress_path) or _none()).complete, 180,
-                 "snapshot to complete")  # fmt: skip
+        wait_for(lambda: copied(spec), 180, "snapshot to complete")
         stop.set()
         writer.join(60)
         db.execute("INSERT INTO big VALUES (999999, 'after', NULL, NULL)", "DELETE FROM small WHERE id = 2")
@@ -149,8 +156,7 @@ def test_snapshot_into_the_mysql_sink_applies_every_chunk_then_the_stream(
                    sink_uri=f"mysql://root@127.0.0.1:{target.port}/?worker-count=2")  # fmt: skip
     query = start_query(spark, spec, trigger_seconds=0.5)
     try:
-        wait_for(lambda: (snapshot_state.read_progress(spec.snapshot_progress_path) or _none()).complete, 180,
-                 "snapshot to complete")  # fmt: skip
+        wait_for(lambda: copied(spec), 180, "snapshot to complete")
         db.execute("UPDATE big SET v = 'streamed' WHERE id <= 10", "DELETE FROM comp WHERE id = 5")
         end = puller_thread.caught_up()
 
@@ -177,8 +183,7 @@ def test_a_stopped_snapshot_resumes_from_its_finished_chunks(
     spec = make_spec(db, puller_thread, tmp_path, start, **{"parallelism": 1})
     query = start_query(spark, spec, trigger_seconds=0.5)
     try:
-        wait_for(lambda: len((snapshot_state.read_progress(spec.snapshot_progress_path) or _none()).chunks_done) >= 3,
-                 180, "three chunks")  # fmt: skip
+        wait_for(lambda: copied(spec, chunks=3), 180, "three chunks")
     finally:
         stop_between_batches(query, spec)
     first = snapshot_state.read_progress(spec.snapshot_progress_path)
@@ -209,8 +214,3 @@ def test_a_stopped_snapshot_resumes_from_its_finished_chunks(
 def _rows_in(storage: ExternalStorage, path: str) -> int:
     data = storage.read(path) or b""
     return sum(1 for line in data.splitlines() if line.strip())
-
-
-class _none:
-    complete = False
-    chunks_done: frozenset[int] = frozenset()
