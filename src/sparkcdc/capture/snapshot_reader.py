@@ -3,22 +3,21 @@
 Lock-free: each chunk is one ``START TRANSACTION WITH CONSISTENT SNAPSHOT`` read. The changefeed streams a
 table's binlog changes only after a *low watermark*: the relay log's resolved ts when the micro-batch reading
 the table's first chunk was planned. Everything up to the watermark was committed upstream before the read
-began, so it is in the rows read; changes after it are streamed again even when the read already saw them,
-which the sinks' apply makes harmless (upserts and deletes by key, the same rule that makes a replayed batch
-harmless). This is the idea of Flink CDC's / DBLog's low watermark without the high-watermark merge: the merge
-would only remove those harmless repeats.
+began, so it is in the rows read.
 
-One gap remains in theory: MySQL writes the binlog before the storage engine makes a transaction visible, so a
-transaction already in the relay log could be invisible to a read started a moment later. MariaDB says exactly
-where its consistent snapshot sits in the binlog (``Binlog_snapshot_file``/``_position``); the reader checks
-that it is not before the watermark's position and reads again after a short wait if it is.
+MariaDB says exactly where its consistent snapshot sits in the binlog (``Binlog_snapshot_file``/``_position``).
+The reader checks that it is not before the watermark's position (MySQL writes the binlog before the storage
+engine makes a transaction visible, so a transaction already in the relay log could be invisible to a read
+started a moment later) and reads again after a short wait if it is; it returns the position, from which the
+stream leaves out exactly what the chunk holds (``sparkcdc.pipeline.snapshot_handover``). Other servers do not
+say where their snapshot is: changes after the low watermark are then streamed even when the read saw them.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Iterator
+from collections.abc import Generator
 from datetime import tzinfo
 from typing import Any
 
@@ -43,12 +42,12 @@ def read_chunk(
     commit_ts: int,
     tz: tzinfo,
     not_before: tuple[str, int] | None = None,
-) -> Iterator[RowChange]:
-    """INSERT events (commit-ts ``commit_ts``) of the rows of ``chunk`` in key order, ``table``'s columns.
+) -> Generator[RowChange, None, tuple[str, int] | None]:
+    """INSERT events (commit-ts ``commit_ts``) of the rows of ``chunk`` in key order, ``table``'s columns;
+    returns the binlog position (file, pos) of the read's snapshot, None when the server does not say it.
 
-    ``connect``: pymysql connect arguments of the upstream; ``not_before``: the binlog position (file, pos)
-    the read must not be older than (MariaDB only; other servers do not say where their snapshot is).
-    Raises UpstreamError (retryable) when the upstream cannot be read.
+    ``connect``: pymysql connect arguments of the upstream; ``not_before``: the binlog position the read must
+    not be older than. Raises UpstreamError (retryable) when the upstream cannot be read.
     """
     import pymysql  # type: ignore[import-untyped]
 
@@ -62,37 +61,37 @@ def read_chunk(
                             retryable=True) from e  # fmt: skip
     try:
         with conn.cursor(pymysql.cursors.SSCursor) as cur:
-            _begin(cur, chunk, not_before)
+            at = _begin(cur, chunk, not_before)
             cur.execute(sql % tuple(conn.escape(p) for p in params) if params else sql)
             while rows := cur.fetchmany(_FETCH_ROWS):
                 for row in rows:
                     yield RowChange(commit_ts, table, RowOp.INSERT, None, convert(row), chunk.physical_table_id)
         conn.commit()
+        return at
     except pymysql.MySQLError as e:
         raise UpstreamError(f"snapshot of {chunk.table_name} (chunk {chunk.index}): {e}", retryable=True) from e
     finally:
         conn.close()
 
 
-def _begin(cur: Any, chunk: Chunk, not_before: tuple[str, int] | None) -> None:
-    """Open the consistent-snapshot transaction, at or after ``not_before`` when the server tells where."""
+def _begin(cur: Any, chunk: Chunk, not_before: tuple[str, int] | None) -> tuple[str, int] | None:
+    """Open the consistent-snapshot transaction, at or after ``not_before`` when the server tells where; its
+    binlog position, None when the server does not say it."""
     cur.execute("SET SESSION TRANSACTION ISOLATION LEVEL REPEATABLE READ")
     cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
-    if not_before is None:
-        return
     for _ in range(_SNAPSHOT_TRIES):
         cur.execute("SHOW STATUS LIKE 'binlog_snapshot_%'")
         status = {_text(k).lower(): _text(v) for k, v in cur.fetchall()}
         file, pos = status.get("binlog_snapshot_file", ""), status.get("binlog_snapshot_position", "")
         if not file or not pos.isdigit():
-            return  # not MariaDB: no position to check
-        if (file_seq(file), int(pos)) >= (file_seq(not_before[0]), not_before[1]):
-            return
+            return None  # not MariaDB: no position
+        if not_before is None or (file_seq(file), int(pos)) >= (file_seq(not_before[0]), not_before[1]):
+            return file, int(pos)
         cur.execute("ROLLBACK")
         time.sleep(_SNAPSHOT_WAIT_S)
         cur.execute("START TRANSACTION WITH CONSISTENT SNAPSHOT")
     raise UpstreamError(f"snapshot of {chunk.table_name}: the upstream's consistent snapshot stayed before binlog "
-                        f"position {not_before[0]}:{not_before[1]}", retryable=True)  # fmt: skip
+                        f"position {not_before}", retryable=True)  # fmt: skip
 
 
 def _text(v: Any) -> str:

@@ -50,7 +50,7 @@ class ChunkPartition(InputPartition):
     first_ts: int
     last_ts: int
     txn_count: int
-    skip: tuple[tuple[str, str, int], ...] = ()  # (schema, table, ts): rows up to ts are in the snapshot
+    handover: tuple[tuple[tuple[str, str], Any], ...] = ()  # copied tables still in their hand-over
 
 
 @dataclass(frozen=True)
@@ -166,9 +166,9 @@ class RelayStreamReader(DataSourceStreamReader):
             refs = relay.chunks(begin, stop, self.spec.chunk_bytes)
         finally:
             relay.close()
-        skip = snapshot_state.streamed_skip(self.spec, begin)
+        handover = tuple(snapshot_state.streamed_handover(self.spec, begin, self._db()).items())
         parts: list[InputPartition] = [
-            ChunkPartition(r.path, r.offset, r.length, r.first_ts, r.last_ts, r.txn_count, skip) for r in refs
+            ChunkPartition(r.path, r.offset, r.length, r.first_ts, r.last_ts, r.txn_count, handover) for r in refs
         ]
         parts.append(MarkPartition(begin, stop))
         log.debug("changefeed=%s batch (%d, %d]: %d chunks", self.spec.changefeed, begin, stop, len(refs))
@@ -200,7 +200,7 @@ class RelayStreamReader(DataSourceStreamReader):
         # passing the capture dir lets decode_chunk use its per-process schema-history cache
         events = decode_chunk(ref, self.spec.capture_dir, tz=self.spec.tz, force_replicate=transform.force_replicate,
                               skip_server_id=transform.skip_server_id)  # fmt: skip
-        yield from transform.rows(events, {(s, t): ts for s, t, ts in partition.skip})
+        yield from transform.rows(events, dict(partition.handover))
 
 
 class RelaySource(DataSource):

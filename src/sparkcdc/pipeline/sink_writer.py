@@ -42,7 +42,7 @@ class BatchMessage(WriterCommitMessage):
     result: Any = None  # the sink writer's result
     ddls: tuple[tuple[int, int, bytes], ...] = ()  # (commit_ts, seq, pickled DDLEvent)
     mark: tuple[int, int] | None = None  # (start, end) offsets of the batch
-    snapshot: tuple[tuple[int, int, int], ...] = ()  # snapshot chunks read: (index, rows, watermark)
+    snapshot: tuple[Any, ...] = ()  # snapshot chunks read (snapshot_state.ChunkRead)
 
 
 def write_partition(spec: FeedSpec, rows: Iterator[Any]) -> BatchMessage:
@@ -54,7 +54,7 @@ def write_partition(spec: FeedSpec, rows: Iterator[Any]) -> BatchMessage:
     infos: dict[tuple[str, str, int], Any] = {}
     ddls: list[tuple[int, int, bytes]] = []
     mark: tuple[int, int] | None = None
-    snapshot: list[tuple[int, int, int]] = []
+    snapshot: list[Any] = []
     pending: list[tuple[Any, ...]] = []
     for r in rows:
         kind, _route, schema, table, version, pid, commit_ts, seq, nrows, payload, info = r
@@ -67,7 +67,9 @@ def write_partition(spec: FeedSpec, rows: Iterator[Any]) -> BatchMessage:
         elif kind == "mark":
             mark = (int(version), int(commit_ts))
         elif kind == "snap":
-            snapshot.append((int(version), int(nrows), int(commit_ts)))
+            from sparkcdc.pipeline.snapshot_state import ChunkRead
+
+            snapshot.append(ChunkRead(int(version), int(nrows), int(commit_ts), schema, int(pid), bytes(payload)))
     for schema, table, version, pid, commit_ts, seq, nrows, data in pending:
         info = infos.get((schema, table, version))
         if info is None:
@@ -111,17 +113,12 @@ def commit_batch(spec: FeedSpec, messages: list[Any], batch_id: int) -> int | No
     return end
 
 
-def _record_snapshot(spec: FeedSpec, chunks: list[tuple[int, int, int]]) -> None:
+def _record_snapshot(spec: FeedSpec, reads: list[Any]) -> None:
     """Record the snapshot chunks the batch made durable (before the checkpoint that ends the snapshot)."""
-    if not chunks:
-        return
-    from sparkcdc.pipeline import snapshot_state
+    if reads:
+        from sparkcdc.pipeline import snapshot_state
 
-    plan = snapshot_state.load_plan(spec.snapshot_plan_path)
-    if plan is None:
-        raise StorageError(f"{spec.snapshot_plan_path}: the snapshot plan is gone; re-create the changefeed")
-    progress = snapshot_state.read_progress(spec.snapshot_progress_path)
-    snapshot_state.write_progress(spec.snapshot_progress_path, snapshot_state.record_chunks(plan, progress, chunks))
+        snapshot_state.record_reads(spec, reads)
 
 
 def _start_run(spec: FeedSpec, committer: Any) -> None:

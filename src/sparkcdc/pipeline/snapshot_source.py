@@ -9,8 +9,8 @@ the commit-ts ``S - n + i`` for chunk ``i`` of ``n``: below S, so consumers appl
 change (commit-ts > S), and one per chunk, increasing, because ordered appliers (the MySQL sink, the Kafka
 consumer) checkpoint between commit-ts values and take a second batch at an applied commit-ts for a replay. The
 batches publish no checkpoint until the last one, whose mark publishes S: only then is the copy complete.
-After it the source plans streamed batches from S as usual, leaving out each copied table's changes up to its
-watermark (``snapshot_state.skip_until``).
+After it the source plans streamed batches from S as usual, leaving out the changes each copied table's copy
+already holds (``snapshot_handover``).
 
 Spark's offset log makes this resumable: a batch is replayed with the same chunks and watermark after a crash,
 and finished batches are never read again. A run that lost its Spark checkpoint resumes after the chunks that
@@ -140,24 +140,39 @@ def partitions(spec: FeedSpec, start: dict[str, Any], end: dict[str, Any]) -> tu
 
 
 def read(spec: FeedSpec, partition: SnapshotPartition, transform: ChunkTransform) -> Iterator[OutRow]:
-    """The chunk's rows through the sink's encoder, then one ``snap`` row: (chunk, rows read, watermark)."""
+    """The chunk's rows through the sink's encoder, then one ``snap`` row: the chunk, rows read, watermark,
+    where the read's snapshot sits in the binlog and the keys it read (``snapshot_handover``)."""
     from sparkcdc.capture.decode import resolve_tz
     from sparkcdc.capture.snapshot_reader import read_chunk
     from sparkcdc.capture.upstream import parse_mysql_uri
+    from sparkcdc.pipeline.snapshot_handover import key_hasher, pack_keys
 
     chunk = partition.chunk
-    count = 0
+    hash_of = key_hasher(partition.table, chunk.key) if chunk.key else None
+    keys: list[int] = []
+    rows = 0
+    at: tuple[str, int] | None = None
 
     def counted() -> Iterator[Any]:
-        nonlocal count
-        for ev in read_chunk(parse_mysql_uri(spec.upstream_uri), chunk, partition.table, partition.commit_ts,
-                             resolve_tz(spec.tz), partition.not_before):  # fmt: skip
-            count += 1
+        nonlocal rows, at
+        reader = read_chunk(parse_mysql_uri(spec.upstream_uri), chunk, partition.table, partition.commit_ts,
+                            resolve_tz(spec.tz), partition.not_before)  # fmt: skip
+        while True:
+            try:
+                ev = next(reader)
+            except StopIteration as stop:
+                at = stop.value
+                return
+            rows += 1
+            if hash_of is not None:
+                keys.append(hash_of(ev.values))
             yield ev
 
     yield from transform.rows(counted())
-    yield snap_row(chunk.index, count, partition.watermark)
+    file, pos = at or ("", 0)
+    yield snap_row(snapshot_state.ChunkRead(chunk.index, rows, partition.watermark, file, pos,
+                                            pack_keys(keys) if at and hash_of else b""))  # fmt: skip
 
 
-def snap_row(index: int, rows: int, watermark: int) -> OutRow:
-    return ("snap", 0, "", "", index, 0, watermark, 0, rows, b"", None)
+def snap_row(done: snapshot_state.ChunkRead) -> OutRow:
+    return ("snap", 0, done.file, "", done.index, done.pos, done.watermark, 0, done.rows, done.keys, None)

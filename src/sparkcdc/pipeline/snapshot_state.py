@@ -1,26 +1,45 @@
-"""The snapshot's two files in the changefeed's state dir: the chunk plan and the progress.
+"""The snapshot's files in the changefeed's state dir: the chunk plan, the progress and the keys each chunk read.
 
 ``snapshot_plan.pickle`` is written once, before the first micro-batch that names its chunks (Spark's offset log
-names chunks by their index in it, so a restart must find the same plan). ``snapshot.json`` is rewritten by the
-driver-side commit after each snapshot batch is durable in the sink: which chunks are done, rows per table,
-and each table's low watermark (``sparkcdc.capture.snapshot_reader``), which the streamed batches after the
-snapshot use to leave out what the copy already holds. Both are private files of our own processes.
+names chunks by their index in it, so a restart must find the same plan). After each snapshot batch is durable
+in the sink, the driver-side commit writes ``snapshot_keys/<chunk>.keys`` for each chunk read (the binlog
+position of its read and the keys it read), then rewrites ``snapshot.json``: which chunks are done, rows per
+table and each table's low watermark (``sparkcdc.capture.snapshot_reader``). The streamed batches after the
+snapshot use both to leave out what the copy already holds (``snapshot_handover``), until every table is past
+its last read: ``snapshot_handover.done`` then says so and the keys are removed. All are private files of our own
+processes.
 """
 
 from __future__ import annotations
 
 import json
 import pickle
+import shutil
+import sqlite3
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, replace
 from pathlib import Path
 from typing import Any
 
+from sparkcdc.capture.position import file_seq
 from sparkcdc.capture.snapshot_plan import Chunk
 from sparkcdc.changefeed.snapshot import SnapshotProgress, TableProgress
 from sparkcdc.errors import StorageError
 from sparkcdc.local_file import write_atomic
 from sparkcdc.model.table import TableInfo
+
+
+@dataclass(frozen=True)
+class ChunkRead:
+    """One chunk read and made durable by a batch: its rows, the batch's low watermark, the binlog position of
+    the read's snapshot (``file`` "" when the server did not say) and the keys it read (``pack_keys``)."""
+
+    index: int
+    rows: int
+    watermark: int
+    file: str = ""
+    pos: int = 0
+    keys: bytes = b""
 
 
 @dataclass(frozen=True)
@@ -87,15 +106,29 @@ def write_progress(path: Path, progress: SnapshotProgress) -> None:
     write_atomic(path, json.dumps(doc).encode(), what="the snapshot progress")
 
 
-def record_chunks(
-    plan: SnapshotPlan, progress: SnapshotProgress | None, done: Iterable[tuple[int, int, int]]
-) -> SnapshotProgress:
-    """``progress`` after the chunks ``done`` (index, rows read, watermark) are durable. A chunk read again
-    (a replayed batch) counts once."""
+def record_reads(spec: Any, reads: Iterable[ChunkRead]) -> None:
+    """Record chunks a batch made durable: their keys first, then the progress that names them done."""
+    reads = list(reads)
+    plan = load_plan(spec.snapshot_plan_path)
+    if plan is None:
+        raise StorageError(f"{spec.snapshot_plan_path}: the snapshot plan is gone; re-create the changefeed")
+    for r in reads:
+        path = keys_path(spec, r.index)
+        if r.file:
+            header = json.dumps({"file": r.file, "pos": r.pos}).encode() + b"\n"
+            write_atomic(path, header + r.keys, what="the keys of a snapshot chunk")
+        else:
+            path.unlink(missing_ok=True)  # a replayed read that does not know its position
+    progress = read_progress(spec.snapshot_progress_path)
+    write_progress(spec.snapshot_progress_path, record_chunks(plan, progress, reads))
+
+
+def record_chunks(plan: SnapshotPlan, progress: SnapshotProgress | None, done: Iterable[ChunkRead]) -> SnapshotProgress:
+    """``progress`` after the chunks ``done`` are durable. A chunk read again (a replayed batch) counts once."""
     current = progress if progress is not None and progress.start_ts == plan.start_ts else initial_progress(plan)
     tables = dict(current.tables)
     finished = set(current.chunks_done)
-    for index, rows, watermark in done:
+    for index, rows, watermark in ((r.index, r.rows, r.watermark) for r in done):
         name = plan.chunks[index].table_name
         t = tables[name]
         again = index in finished
@@ -120,25 +153,107 @@ def done_prefix(progress: SnapshotProgress | None, plan: SnapshotPlan) -> int:
     return n
 
 
-def skip_until(
-    plan: SnapshotPlan | None, progress: SnapshotProgress | None, after_ts: int
-) -> tuple[tuple[str, str, int], ...]:
-    """(schema, table, watermark) of tables whose streamed changes up to the watermark are already in the copy,
-    for the streamed batch after ``after_ts`` (empty once every watermark is behind it)."""
-    if plan is None or progress is None or progress.start_ts != plan.start_ts:
-        return ()
-    out = []
-    for name, info in plan.tables.items():
-        t = progress.tables.get(name)
-        if t is not None and t.watermark > after_ts:
-            out.append((info.schema, info.table, t.watermark))
-    return tuple(sorted(out))
+def keys_path(spec: Any, index: int) -> Path:
+    return Path(spec.state_dir) / "snapshot_keys" / f"{index}.keys"
 
 
-def streamed_skip(spec: Any, after_ts: int) -> tuple[tuple[str, str, int], ...]:
-    """``skip_until`` for the streamed batch after ``after_ts`` of ``spec``'s run (the plan is only read while
-    some watermark is ahead of the batch)."""
+def read_chunk_point(path: Path) -> tuple[str, int] | None:
+    """The binlog position a chunk's keys file records, None when there is no file."""
+    try:
+        with open(path, "rb") as f:
+            header = json.loads(f.readline())
+    except FileNotFoundError:
+        return None
+    except (OSError, ValueError) as e:
+        raise StorageError(f"{path}: the keys of a snapshot chunk are unreadable ({e}); remove and re-create the "
+                           "changefeed to copy the tables again") from e  # fmt: skip
+    return str(header["file"]), int(header["pos"])
+
+
+def read_chunk_keys(path: str | Path) -> Any:
+    """The sorted key hashes of a chunk's keys file (numpy uint64). Raises StorageError."""
+    from sparkcdc.pipeline.snapshot_handover import unpack_keys
+
+    try:
+        data = Path(path).read_bytes()
+    except OSError as e:
+        raise StorageError(f"{path}: cannot read the keys of a snapshot chunk: {e.strerror or e}") from e
+    nl = data.find(b"\n")
+    if nl < 0 or (len(data) - nl - 1) % 8:
+        raise StorageError(f"{path}: the keys of a snapshot chunk are truncated; remove and re-create the "
+                           "changefeed to copy the tables again")  # fmt: skip
+    return unpack_keys(data[nl + 1 :])
+
+
+def streamed_handover(spec: Any, after_ts: int, db: sqlite3.Connection) -> dict[tuple[str, str], Any]:
+    """What the streamed batch after ``after_ts`` of ``spec``'s run leaves out, per copied table still in its
+    hand-over (``snapshot_handover.TableHandover``); ``db``: the relay log's index, which maps each chunk's binlog
+    position to a commit-ts. Empty once every table is past it (then marked done, and the keys removed)."""
+    from sparkcdc.pipeline.snapshot_handover import TableHandover
+
+    done_path = Path(spec.state_dir) / "snapshot_handover.done"
+    if done_path.exists():
+        return {}
     progress = read_progress(spec.snapshot_progress_path)
-    if progress is None or all(t.watermark <= after_ts for t in progress.tables.values()):
-        return ()
-    return skip_until(load_plan(spec.snapshot_plan_path), progress, after_ts)
+    if progress is None or not progress.complete:
+        return {}
+    plan = load_plan(spec.snapshot_plan_path)
+    if plan is None or progress.start_ts != plan.start_ts:
+        return {}
+    out: dict[tuple[str, str], Any] = {}
+    resolved = True
+    for name, info in plan.tables.items():
+        low = progress.tables[name].watermark if name in progress.tables else 0
+        chunks: list[tuple[str, int]] = []
+        high = low
+        key: tuple[str, ...] = ()
+        for c in plan.chunks:
+            if c.table_name != name or not c.key:
+                continue
+            key = c.key
+            path = keys_path(spec, c.index)
+            point = read_chunk_point(path)
+            if point is None:
+                continue
+            until = last_commit_at(db, point, low)
+            if until is None:  # the relay log has not passed the read yet: all it has is in the copy
+                resolved = False
+                until = _FOREVER
+            chunks.append((str(path), until))
+            high = max(high, until)
+        if high > after_ts:
+            out[(info.schema, info.table)] = TableHandover(key, low, high, tuple(chunks))
+    if not out and resolved:
+        write_atomic(done_path, b"", what="the snapshot hand-over mark")
+        shutil.rmtree(Path(spec.state_dir) / "snapshot_keys", ignore_errors=True)
+    return out
+
+
+_FOREVER = 2**63 - 1
+
+
+def last_commit_at(db: sqlite3.Connection, point: tuple[str, int], low: int) -> int | None:
+    """The greatest commit-ts ``u`` such that every relay transaction at or before ``u`` (and after ``low``) ends
+    at or before binlog position ``point``, None while the relay log has no transaction after ``point``.
+
+    Binlog order is commit-ts order, so this is a binary search over commit-ts (the index's key)."""
+    limit = (file_seq(point[0]), point[1])
+
+    def after_point(row: Any) -> bool:
+        return (file_seq(row[1]), int(row[2])) > limit
+
+    last = db.execute("SELECT commit_ts, binlog_file, binlog_pos FROM txn ORDER BY commit_ts DESC LIMIT 1").fetchone()
+    if last is None or not after_point(last):
+        return None
+    if last[0] <= low:
+        return low
+    lo, hi = low, int(last[0])  # every txn in (low, lo] ends within the point; the txn at hi after it
+    while hi - lo > 1:
+        mid = (lo + hi) // 2
+        row = db.execute("SELECT commit_ts, binlog_file, binlog_pos FROM txn WHERE commit_ts > ? AND commit_ts <= ? "
+                         "ORDER BY commit_ts DESC LIMIT 1", (lo, mid)).fetchone()  # fmt: skip
+        if row is not None and after_point(row):
+            hi = int(row[0])
+        else:
+            lo = mid
+    return hi - 1

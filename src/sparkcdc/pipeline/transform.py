@@ -6,7 +6,8 @@ query shuffles to the sink's writers; what a payload holds and where it is route
 
 ``kind``      ``dml`` (one sink payload), ``ddl`` (a pickled DDLEvent), ``mark`` (the batch's end offset: the
               checkpoint the commit may publish; ``version`` holds the batch start) or ``snap`` (a snapshot
-              chunk read: ``version`` its index, ``nrows`` its rows, ``commit_ts`` its low watermark)
+              chunk read: ``version`` its index, ``nrows`` its rows, ``commit_ts`` its low watermark, ``schema``
+              and ``pid`` the binlog file and position of its read, ``payload`` the keys it read)
 ``route``     the writer route the sink's encoder chose (a task owns every payload of its routes)
 ``schema, table, version, pid``  the versioned (physical) table of a ``dml`` row
 ``commit_ts, seq``  order key: transactions of one table are written in (commit_ts, seq) order
@@ -76,10 +77,10 @@ class ChunkTransform:
         return not self.event_filter.should_skip_ddl(ddl.schema, ddl.table or None, int(ddl.action), ddl.query)
 
     def rows(
-        self, events: Iterable[RowChange | DDLEvent], skip: Mapping[tuple[str, str], int] | None = None
+        self, events: Iterable[RowChange | DDLEvent], handover: Mapping[tuple[str, str], Any] | None = None
     ) -> Iterator[OutRow]:
-        """Rows for the events of whole transactions, in commit order, without the row changes of a table in
-        ``skip`` at or before its ts (they are in the snapshot's copy of the table)."""
+        """Rows for the events of whole transactions, in commit order, without the row changes that the
+        snapshot's copy of a table in ``handover`` holds (``snapshot_handover.TableHandover``)."""
         seq = 0
         txn_ts = -1
         # rows of the open transaction per versioned table, in arrival order
@@ -95,8 +96,10 @@ class ChunkTransform:
                 t = ev.table
                 if not self._table_wanted(t.schema, t.table):
                     continue
-                if skip and ev.commit_ts <= skip.get((t.schema, t.table), 0):
-                    continue
+                if handover:
+                    h = handover.get((t.schema, t.table))
+                    if h is not None and (ev := h.keep(ev)) is None:
+                        continue
                 op = ev.op.value.lower()
                 if self.event_filter.rules and self.event_filter.should_skip_dml(t.schema, t.table, op):
                     continue

@@ -4,11 +4,13 @@
 checksums, version directories, no foreign files), decodes every data file and applies the rows with
 commit-ts <= checkpoint in TiCDC's per-table order: last image wins, so a batch written twice (at-least-once
 after a crash) replays to the same state. Values are compared as text, keyed by the ``id`` column.
+``keyless_replay`` applies the same changes without a key, which shows any change applied twice.
 """
 
 from __future__ import annotations
 
 import re
+from collections import Counter
 from pathlib import Path
 from typing import Any
 
@@ -58,34 +60,47 @@ def layout_violations(storage: ExternalStorage) -> list[str]:
     return [p for p in storage.list("") if ".tmp." not in p and not any(r.match(p) for r in _PATHS)]
 
 
-def replay(sink_uri: str) -> tuple[int, Rows]:
+def _changes(sink_uri: str) -> tuple[Any, Any]:
+    """The tree's scan and its row changes up to the checkpoint, per table in TiCDC's order:
+    ("schema.table", op, before or None, after or None), images as column -> value."""
     cfg = StorageSinkConfig.from_uri(sink_uri)
     storage = ExternalStorage.from_config(cfg)
     reader_cfg = ReaderConfig.from_sink(cfg)
     snap = scan(storage, reader_cfg)
     assert snap.checkpoint_ts is not None, "no metadata in the sink"
     reader = FileReader(storage, reader_cfg)
+
+    def changes() -> Any:
+        for (schema, table, _part), files in snap.streams.items():
+            for f in files:
+                entry = snap.schema_for(schema, table, f.table_version)
+                for row in reader.decode(f, entry):
+                    if row.commit_ts > snap.checkpoint_ts:
+                        continue
+                    names = [c.name for c in row.table.columns]
+                    before = dict(zip(names, row.before, strict=True)) if row.before is not None else None
+                    after = dict(zip(names, row.after, strict=True)) if row.after is not None else None
+                    yield f"{schema}.{table}", row.op, before, after
+
+    return snap, changes()
+
+
+def replay(sink_uri: str) -> tuple[int, Rows]:
+    snap, changes = _changes(sink_uri)
     out: Rows = {}
-    for (schema, table, _part), files in snap.streams.items():
-        state = out.setdefault(f"{schema}.{table}", {})
-        for f in files:
-            entry = snap.schema_for(schema, table, f.table_version)
-            for row in reader.decode(f, entry):
-                if row.commit_ts > snap.checkpoint_ts:
-                    continue
-                names = [c.name for c in row.table.columns]
-                image = row.after if row.op is not RowOp.DELETE else row.before
-                assert image is not None
-                values = dict(zip(names, image, strict=True))
-                key = text(values["id"])
-                if row.op is RowOp.DELETE:
-                    state.pop(key, None)
-                else:
-                    if row.op is RowOp.UPDATE and row.before is not None:
-                        old = text(dict(zip(names, row.before, strict=True))["id"])
-                        if old != key:
-                            state.pop(old, None)
-                    state[key] = {k: text(v) for k, v in values.items()}
+    for name, op, before, after in changes:
+        state = out.setdefault(name, {})
+        values = after if op is not RowOp.DELETE else before
+        assert values is not None
+        key = text(values["id"])
+        if op is RowOp.DELETE:
+            state.pop(key, None)
+        else:
+            if op is RowOp.UPDATE and before is not None:
+                old = text(before["id"])
+                if old != key:
+                    state.pop(old, None)
+            state[key] = {k: text(v) for k, v in values.items()}
     # A DDL changes rows it does not rewrite (ADD COLUMN fills the default): apply the newest schema file.
     for (schema, table), versions in snap.schemas.items():
         newest = max((v for v in versions if v <= snap.checkpoint_ts), default=None)
@@ -96,6 +111,23 @@ def replay(sink_uri: str) -> tuple[int, Rows]:
         for key, row in state.items():
             state[key] = {c.name: row[c.name] if c.name in row else text(c.default) for c in cols}
     return snap.checkpoint_ts, out
+
+
+def keyless_replay(sink_uri: str) -> dict[str, Counter[tuple[tuple[str, str | None], ...]]]:
+    """The tree applied as a downstream without keys would apply it: an INSERT adds a row, a DELETE removes one
+    equal row if there is one, an UPDATE both. A change applied twice shows as a row twice (or a row that
+    should be gone). For a run without replayed batches (a storage sink writes a batch twice only after a crash)."""
+    _, changes = _changes(sink_uri)
+    out: dict[str, Counter[tuple[tuple[str, str | None], ...]]] = {}
+    for name, _op, before, after in changes:
+        rows = out.setdefault(name, Counter())
+        if before is not None:
+            old = tuple((k, text(v)) for k, v in before.items())
+            if rows[old] > 0:
+                rows[old] -= 1
+        if after is not None:
+            rows[tuple((k, text(v)) for k, v in after.items())] += 1
+    return {name: +rows for name, rows in out.items()}
 
 
 def upstream_rows(query: Any, schema: str, tables: list[str]) -> Rows:

@@ -12,7 +12,7 @@ from sparkcdc.changefeed.config import ReplicaConfig
 from sparkcdc.errors import ConfigError, StorageError
 from sparkcdc.model.table import ColumnInfo, TableInfo
 from sparkcdc.pipeline import snapshot_state
-from sparkcdc.pipeline.snapshot_state import SnapshotPlan
+from sparkcdc.pipeline.snapshot_state import ChunkRead, SnapshotPlan
 
 
 def test_snapshot_table_defaults_round_trips_and_refuses_bad_values() -> None:
@@ -61,21 +61,18 @@ def _plan() -> SnapshotPlan:
 
 def test_progress_counts_each_chunk_once_and_keeps_the_lowest_watermark(tmp_path: Path) -> None:
     plan = _plan()
-    p = snapshot_state.record_chunks(plan, None, [(0, 5, 120)])
+    p = snapshot_state.record_chunks(plan, None, [ChunkRead(0, 5, 120)])
     assert p.tables["db.a"].chunks_done == 1 and p.tables["db.a"].rows_estimated == 8
     assert not p.complete and snapshot_state.done_prefix(p, plan) == 1
-    p = snapshot_state.record_chunks(plan, p, [(0, 6, 150), (2, 4, 150)])  # chunk 0 replayed
+    p = snapshot_state.record_chunks(plan, p, [ChunkRead(0, 6, 150), ChunkRead(2, 4, 150)])  # chunk 0 replayed
     assert p.tables["db.a"].rows_done == 5 and p.tables["db.a"].watermark == 120
     assert snapshot_state.done_prefix(p, plan) == 1  # chunk 1 is missing
-    p = snapshot_state.record_chunks(plan, p, [(1, 3, 160)])
+    p = snapshot_state.record_chunks(plan, p, [ChunkRead(1, 3, 160)])
     assert p.complete and p.rows_done == 12 and snapshot_state.done_prefix(p, plan) == 3
     path = tmp_path / "snapshot.json"
     snapshot_state.write_progress(path, p)
     assert snapshot_state.read_progress(path) == p
-    # streamed batches leave out each table's changes up to its watermark, until they pass it
-    assert snapshot_state.skip_until(plan, p, 100) == (("db", "a", 120), ("db", "b", 150))
-    assert snapshot_state.skip_until(plan, p, 120) == (("db", "b", 150),)
-    assert snapshot_state.skip_until(plan, p, 150) == ()
+    assert (p.tables["db.a"].watermark, p.tables["db.b"].watermark) == (120, 150)
     shown = p.to_api()
     assert shown["state"] == "finished" and shown["rows_done"] == 12
     assert shown["tables"][0] == {"table": "db.a", "chunks": 2, "chunks_done": 2, "rows_done": 8,

@@ -1,0 +1,181 @@
+"""Exact hand-over from a table's snapshot copy to its binlog stream, key by key.
+
+MariaDB tells where each chunk's consistent snapshot sits in the binlog (``Binlog_snapshot_file``/``_position``):
+every transaction up to that position is in the rows the chunk read, none after it. A chunk's read records that
+position, mapped to the commit-ts of the last transaction before it (``until``), and the keys it read. A streamed
+change of a copied table at commit-ts ``t`` then goes to the sink when:
+
+- ``t <= low`` (the table's low watermark: before every chunk's read): never, the copy holds it;
+- ``t > high`` (after every chunk's read): always;
+- in between, by its key ``k``: when a chunk read ``k``, the change is in the copy exactly when
+  ``t <= until`` of that chunk, so it is left out then and sent otherwise. When no chunk read ``k``, the key
+  was absent when its chunk was read, so its changes up to that read end with ``k`` gone; sending them onto a
+  copy without ``k`` ends without ``k`` too, and sends no row twice.
+
+So no change is applied twice, which also holds for a downstream without a key (a table the storage consumer
+created from schema files, which flag only primary keys). A key-changing UPDATE is two halves (the old key
+goes, the new one comes), each decided by its own key: the half the copy holds is left out, and an UPDATE left
+with one half is sent as that DELETE or INSERT.
+
+Keys are compared as 64-bit hashes of their values (the reader produces exactly the decoder's values), after
+folding what the key's collation treats as equal: trailing spaces (PAD SPACE collations), case (``_ci``) and
+accents (``_ci`` without ``_as``). Chunks without a position (servers other than MariaDB) record no keys: their
+changes after the low watermark are all sent, which repeats changes the copy already holds (harmless with a key
+downstream: upserts and deletes by key).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import unicodedata
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+import numpy as np
+
+from sparkcdc.model.events import Row, RowChange, RowOp
+from sparkcdc.model.table import ColumnInfo, TableInfo
+
+Hasher = Callable[[Row], int]
+_KEY_DTYPE = np.dtype("<u8")
+
+
+def _fold(column: ColumnInfo) -> Callable[[Any], Any] | None:
+    """What makes two values of ``column`` equal keys under its collation, for strings; None: bytes-exact."""
+    collation = column.effective_collation.lower()
+    if collation == "binary":
+        return None
+    pad = "nopad" not in collation
+    case = "_ci" in collation
+    accents = case and "_as" not in collation
+
+    def fold(v: Any) -> Any:
+        if not isinstance(v, str):
+            return v
+        if pad:
+            v = v.rstrip(" ")
+        if case:
+            v = v.casefold()
+        if accents:
+            v = "".join(ch for ch in unicodedata.normalize("NFKD", v) if not unicodedata.combining(ch))
+        return v
+
+    return fold
+
+
+def key_hasher(table: TableInfo, key: Sequence[str]) -> Hasher:
+    """The hash of the ``key`` columns' values of a row of ``table``. Raises KeyError when a column is gone."""
+    positions = [table.column_position(name) for name in key]
+    folds = [_fold(table.columns[p]) for p in positions]
+
+    def hash_of(row: Row) -> int:
+        values = tuple(v if f is None else f(v) for v, f in zip((row[p] for p in positions), folds, strict=True))
+        return int.from_bytes(hashlib.blake2b(repr(values).encode("utf-8", "surrogatepass"), digest_size=8).digest(),
+                              "little")  # fmt: skip
+
+    return hash_of
+
+
+def pack_keys(hashes: Iterable[int]) -> bytes:
+    """The keys a chunk read, sorted, as stored and sent to the driver."""
+    return np.sort(np.fromiter(hashes, dtype=_KEY_DTYPE)).tobytes()
+
+
+def unpack_keys(data: bytes) -> np.ndarray:
+    return np.frombuffer(data, dtype=_KEY_DTYPE)
+
+
+@dataclass(frozen=True)
+class TableHandover:
+    """What the stream leaves out of one copied table. ``chunks``: (keys file, until) of the chunks that know
+    where they read; the keys are loaded where the filter runs (executors), once per process."""
+
+    key: tuple[str, ...]
+    low: int
+    high: int
+    chunks: tuple[tuple[str, int], ...]
+    _lookup: tuple[np.ndarray, np.ndarray] | None = field(default=None, init=False, repr=False, compare=False)
+    _hashers: dict[int, Hasher | None] = field(default_factory=dict, init=False, repr=False, compare=False)
+
+    def __getstate__(self) -> dict[str, Any]:
+        return {"key": self.key, "low": self.low, "high": self.high, "chunks": self.chunks}
+
+    def __setstate__(self, state: dict[str, Any]) -> None:
+        for k, v in state.items():
+            object.__setattr__(self, k, v)
+        object.__setattr__(self, "_lookup", None)
+        object.__setattr__(self, "_hashers", {})
+
+    def keep(self, ev: RowChange) -> RowChange | None:
+        """``ev`` as it goes to the sink: whole, one half of a key-changing UPDATE, or None (the copy holds it)."""
+        t = ev.commit_ts
+        if t <= self.low:
+            return None
+        if t > self.high:
+            return ev
+        hash_of = self._hasher(ev.table)
+        if hash_of is None:  # a key column is gone (DDL): nothing to compare, send it
+            return ev
+        if ev.op is RowOp.INSERT:
+            assert ev.after is not None
+            return None if self._held(hash_of(ev.after), t) else ev
+        assert ev.before is not None
+        old_key = hash_of(ev.before)
+        old = self._held(old_key, t)
+        if ev.op is RowOp.DELETE:
+            return None if old else ev
+        assert ev.after is not None
+        new_key = hash_of(ev.after)
+        new = old if new_key == old_key else self._held(new_key, t)
+        if old and new:
+            return None
+        if old:
+            return replace(ev, op=RowOp.INSERT, before=None)
+        if new:
+            return replace(ev, op=RowOp.DELETE, after=None)
+        return ev
+
+    def _hasher(self, table: TableInfo) -> Hasher | None:
+        got = self._hashers.get(table.version, False)
+        if got is False:
+            try:
+                got = key_hasher(table, self.key)
+            except KeyError:
+                got = None
+            self._hashers[table.version] = got
+        return got  # type: ignore[return-value]
+
+    def _held(self, key: int, t: int) -> bool:
+        keys, until = self._keys()
+        i = int(np.searchsorted(keys, key))
+        return i < len(keys) and int(keys[i]) == key and t <= int(until[i])
+
+    def _keys(self) -> tuple[np.ndarray, np.ndarray]:
+        if self._lookup is None:
+            object.__setattr__(self, "_lookup", _load_lookup(self.chunks))
+        assert self._lookup is not None
+        return self._lookup
+
+
+_LOADED_TABLES = 64
+_LOADED: dict[tuple[tuple[str, int], ...], tuple[np.ndarray, np.ndarray]] = {}
+
+
+def _load_lookup(chunks: tuple[tuple[str, int], ...]) -> tuple[np.ndarray, np.ndarray]:
+    """Every key the chunks read, sorted, with its chunk's ``until``; kept per process (a Python worker serves
+    many tasks, and the keys do not change once the copy is complete)."""
+    got = _LOADED.get(chunks)
+    if got is None:
+        from sparkcdc.pipeline.snapshot_state import read_chunk_keys
+
+        parts = [read_chunk_keys(path) for path, _ in chunks]
+        keys = np.concatenate(parts) if parts else np.empty(0, dtype=_KEY_DTYPE)
+        until = np.concatenate([np.full(len(p), u, dtype=np.int64) for p, (_, u) in zip(parts, chunks, strict=True)]
+                               ) if parts else np.empty(0, dtype=np.int64)  # fmt: skip
+        order = np.argsort(keys, kind="stable")
+        got = (keys[order], until[order])
+        if len(_LOADED) >= _LOADED_TABLES:
+            del _LOADED[next(iter(_LOADED))]
+        _LOADED[chunks] = got
+    return got
