@@ -24,7 +24,7 @@ from typing import Any
 from sparkcdc.capture.position import file_seq
 from sparkcdc.capture.snapshot_plan import Chunk
 from sparkcdc.capture.snapshot_values import connection_options, row_converter, select_list
-from sparkcdc.errors import UpstreamError
+from sparkcdc.errors import UpstreamError, with_code
 from sparkcdc.model.events import RowChange, RowOp
 from sparkcdc.model.table import TableInfo
 
@@ -33,6 +33,8 @@ log = logging.getLogger(__name__)
 _SNAPSHOT_WAIT_S = 0.05
 _SNAPSHOT_TRIES = 200
 _FETCH_ROWS = 2000
+TABLE_CHANGED = "CDC:ErrSnapshotTableChanged"  # ours: TiCDC has no snapshot
+_CHANGED_TABLE = (1054, 1146)  # ER_BAD_FIELD_ERROR, ER_NO_SUCH_TABLE: a column or the table is gone (DDL)
 
 
 def read_chunk(
@@ -69,6 +71,12 @@ def read_chunk(
         conn.commit()
         return at
     except pymysql.MySQLError as e:
+        if e.args and e.args[0] in _CHANGED_TABLE:
+            changed = UpstreamError(
+                f"snapshot of {chunk.table_name}: the table changed while it was being copied ({e.args[1]}); a "
+                "DDL other than ADD COLUMN on a table during its copy is not supported. Remove and re-create the "
+                "changefeed to copy the tables as they are now", code=TABLE_CHANGED, retryable=False)
+            raise with_code(changed) from e
         raise UpstreamError(f"snapshot of {chunk.table_name} (chunk {chunk.index}): {e}", retryable=True) from e
     finally:
         conn.close()

@@ -52,6 +52,7 @@ _PERMANENT = frozenset({
     "CDC:ErrMessageTooLarge", "CDC:ErrDispatcherFailed", "CDC:ErrColumnSelectorFailed",
     "CDC:ErrKafkaInvalidPartitionNum", "CDC:ErrKafkaTopicNotExists", "CDC:ErrKafkaInvalidConfig",
     "CDC:ErrKafkaInvalidClientID", "CDC:ErrMySQLQueryError", "CDC:ErrMySQLInvalidConfig",
+    "CDC:ErrSnapshotTableChanged",
 })  # fmt: skip
 MAX_RESTARTS = 5
 SNAPSHOT_LOG_SECONDS = 10.0

@@ -12,6 +12,9 @@ change of a copied table at commit-ts ``t`` then goes to the sink when:
   was absent when its chunk was read, so its changes up to that read end with ``k`` gone; sending them onto a
   copy without ``k`` ends without ``k`` too, and sends no row twice.
 
+A table copied in one read (a small one, or one without a key, copied whole with ``force-replicate``) needs no
+keys: its changes at or before that read are all left out, the rest all sent.
+
 So no change is applied twice, which also holds for a downstream without a key (a table the storage consumer
 created from schema files, which flag only primary keys). A key-changing UPDATE is two halves (the old key
 goes, the new one comes), each decided by its own key: the half the copy holds is left out, and an UPDATE left

@@ -98,10 +98,11 @@ def next_offset(spec: FeedSpec, db: sqlite3.Connection, begin: dict[str, int]) -
     """The end offset of the next snapshot batch after ``begin``, None when the snapshot is read."""
     plan = load_or_make_plan(spec)
     done = int(begin.get("chunks", 0))
-    if done >= len(plan.chunks):
+    steps = max(1, len(plan.chunks))  # a plan without chunks still takes one batch: its mark publishes start-ts
+    if done >= steps:
         return None
     resolved, file, pos = _watermark(db)
-    end = min(len(plan.chunks), done + spec.replica_config().snapshot.parallelism)
+    end = min(steps, done + spec.replica_config().snapshot.parallelism)
     return {"resolved_ts": spec.start_ts, "chunks": end, "watermark": max(resolved, spec.start_ts),
             "watermark_file": file, "watermark_pos": pos}  # fmt: skip
 

@@ -204,13 +204,9 @@ def streamed_handover(spec: Any, after_ts: int, db: sqlite3.Connection) -> dict[
     resolved = True
     for name, info in plan.tables.items():
         low = progress.tables[name].watermark if name in progress.tables else 0
-        chunks: list[tuple[str, int]] = []
-        high = low
-        key: tuple[str, ...] = ()
-        for c in plan.chunks:
-            if c.table_name != name or not c.key:
-                continue
-            key = c.key
+        table_chunks = [c for c in plan.chunks if c.table_name == name]
+        reads: list[tuple[str, int]] = []
+        for c in table_chunks:
             path = keys_path(spec, c.index)
             point = read_chunk_point(path)
             if point is None:
@@ -219,10 +215,14 @@ def streamed_handover(spec: Any, after_ts: int, db: sqlite3.Connection) -> dict[
             if until is None:  # the relay log has not passed the read yet: all it has is in the copy
                 resolved = False
                 until = _FOREVER
-            chunks.append((str(path), until))
-            high = max(high, until)
+            reads.append((str(path), until))
+        if len(table_chunks) == 1 and reads:  # one read holds the whole table: no key needed
+            low = high = reads[0][1]
+            reads = []
+        high = max([low] + [u for _, u in reads])
         if high > after_ts:
-            out[(info.schema, info.table)] = TableHandover(key, low, high, tuple(chunks))
+            key = table_chunks[0].key if table_chunks else ()
+            out[(info.schema, info.table)] = TableHandover(key, low, high, tuple(reads))
     if not out and resolved:
         write_atomic(done_path, b"", what="the snapshot hand-over mark")
         shutil.rmtree(Path(spec.state_dir) / "snapshot_keys", ignore_errors=True)

@@ -11,6 +11,10 @@ from typing import Any
 
 import pytest
 
+from sparkcdc.codec.canal_json.config import CanalJsonConfig
+from sparkcdc.codec.canal_json.decoder import CanalJsonMessageDecoder
+from sparkcdc.devtools.kafka import KafkaBroker, read_topic
+from sparkcdc.model.events import RowChange, RowOp
 from sparkcdc.mysql.target import MysqlTarget
 from sparkcdc.pipeline import snapshot_state
 from sparkcdc.pipeline.progress import read_progress
@@ -20,7 +24,7 @@ from sparkcdc.storage.external import ExternalStorage
 from tests.fixtures.mariadb import FreshDatabase
 from tests.integration.consumer.servers import downstream_server, run_sql, target  # noqa: F401
 from tests.integration.pipeline.conftest import PullerThread, wait_for
-from tests.integration.pipeline.replay import keyless_replay, layout_violations, replay
+from tests.integration.pipeline.replay import keyless_replay, layout_violations, replay, text
 from tests.integration.pipeline.test_query import expected
 
 pytestmark = pytest.mark.integration
@@ -66,14 +70,17 @@ def churn(db: FreshDatabase, rows: int, stop: threading.Event) -> None:
             f"INSERT INTO small VALUES ({10 + i}, 'n{i}')",
             f"UPDATE small SET u = 'm{i}' WHERE u = 'n{i - 1}'",  # the unique key changes
             f"DELETE FROM small WHERE u = 'm{i - 5}'",
+            f"INSERT INTO nokey VALUES ({100 + i}, {i})",
+            f"UPDATE nokey SET v = v + 1 WHERE id = {100 + i // 2}",
             "COMMIT",
         )
         stop.wait(0.01)
 
 
-def make_spec(db: FreshDatabase, puller: PullerThread, tmp_path: Path, start: int, **snapshot: Any) -> FeedSpec:
+def make_spec(db: FreshDatabase, puller: PullerThread, tmp_path: Path, start: int, force_replicate: bool = False,
+              **snapshot: Any) -> FeedSpec:  # fmt: skip
     kw = db.puller_kwargs()
-    config = {"filter": {"rules": [f"{db.name}.*"]},
+    config = {"filter": {"rules": [f"{db.name}.*"]}, "force-replicate": force_replicate,
               "snapshot": {"mode": "initial", "chunk-size": 400, "parallelism": 3, **snapshot}}  # fmt: skip
     return FeedSpec(
         changefeed="default/snap",
@@ -108,7 +115,7 @@ def test_snapshot_under_concurrent_writes_then_stream_equals_upstream(
     rows = 5000
     create_and_fill(db, rows)
     start = puller_thread.caught_up()
-    spec = make_spec(db, puller_thread, tmp_path, start)
+    spec = make_spec(db, puller_thread, tmp_path, start, force_replicate=True)
     stop = threading.Event()
     writer = threading.Thread(target=churn, args=(db, rows, stop), daemon=True)
     query = start_query(spark, spec, trigger_seconds=0.5)
@@ -130,7 +137,7 @@ def test_snapshot_under_concurrent_writes_then_stream_equals_upstream(
         stop.set()
         query.stop()
     checkpoint, got = replay(spec.sink_uri)
-    want = expected(db, TABLES)
+    want = expected(db, [*TABLES, "nokey"])  # a table without a key is copied whole with force-replicate
     assert checkpoint >= end
     for name, table in want.items():
         assert got.get(name, {}) == table, name
@@ -138,7 +145,6 @@ def test_snapshot_under_concurrent_writes_then_stream_equals_upstream(
     keyless = keyless_replay(spec.sink_uri)
     for name, table in want.items():
         assert keyless.get(name, Counter()) == Counter(tuple(row.items()) for row in table.values()), name
-    assert f"{db.name}.nokey" not in got  # not eligible, as TiCDC
     assert layout_violations(ExternalStorage.from_uri(spec.sink_uri)) == []
     progress = snapshot_state.read_progress(spec.snapshot_progress_path)
     assert progress is not None and progress.complete
@@ -147,6 +153,60 @@ def test_snapshot_under_concurrent_writes_then_stream_equals_upstream(
     assert big.rows_done >= rows - 400  # the churn deletes a few before they are read, and adds some
     assert progress.tables[f"{db.name}.part"].chunks == 2  # a partitioned table is one table in the binlog
     assert progress.tables[f"{db.name}.empty"].rows_done == 0
+    assert progress.tables[f"{db.name}.nokey"].chunks == 1
+
+
+def test_snapshot_into_kafka_sends_every_row_once_then_the_stream(
+    spark: Any, fresh_db: FreshDatabase, puller_thread: PullerThread, tmp_path: Path, kafka_broker: KafkaBroker
+) -> None:
+    db = fresh_db
+    rows = 2000
+    create_and_fill(db, rows)
+    start = puller_thread.caught_up()
+    topic = f"snap-{db.name}"
+    spec = replace(make_spec(db, puller_thread, tmp_path, start),
+                   sink_uri=f"kafka://{kafka_broker.bootstrap}/{topic}?protocol=canal-json&enable-tidb-extension=true"
+                            "&partition-num=3")  # fmt: skip
+    stop = threading.Event()
+    writer = threading.Thread(target=churn, args=(db, rows, stop), daemon=True)
+    query = start_query(spark, spec, trigger_seconds=0.5)
+    try:
+        writer.start()
+        wait_for(lambda: copied(spec), 180, "snapshot to complete")
+        stop.set()
+        writer.join(60)
+        db.execute("UPDATE big SET v = 'streamed' WHERE id <= 10", "DELETE FROM comp WHERE id = 5")
+        end = puller_thread.caught_up()
+
+        def caught_up() -> bool:
+            assert query.exception() is None, query.exception()
+            progress = read_progress(spec.progress_path)
+            return progress is not None and progress.checkpoint_ts >= end
+
+        wait_for(caught_up, 180, "checkpoint to pass the workload")
+    finally:
+        stop.set()
+        query.stop()
+    decoder = CanalJsonMessageDecoder(CanalJsonConfig(enable_tidb_extension=True))
+    got: dict[str, dict[Any, dict[str, Any]]] = {}
+    copies = 0
+    for messages in read_topic(kafka_broker.bootstrap, topic).values():
+        for m in messages:
+            for ev in decoder.decode(m):
+                if not isinstance(ev, RowChange) or ev.commit_ts > end:
+                    continue
+                copies += ev.commit_ts < start
+                state = got.setdefault(ev.table.qualified_name, {})
+                names = [c.name for c in ev.table.columns]
+                if ev.before is not None:
+                    assert state.pop(text(ev.before[0]), None) is not None or ev.commit_ts > start, ev
+                if ev.after is not None:
+                    key = text(ev.after[0])
+                    assert key not in state or ev.op is RowOp.UPDATE, f"{ev}: applied twice"
+                    state[key] = {n: text(v) for n, v in zip(names, ev.after, strict=True)}
+    assert copies >= rows + 700 + 500 + 3 - 400  # every table's rows, as INSERTs below start-ts
+    for name, table in expected(db, TABLES).items():
+        assert got.get(name, {}) == table, name
 
 
 def test_snapshot_into_the_mysql_sink_applies_every_chunk_then_the_stream(
@@ -222,3 +282,22 @@ def test_a_stopped_snapshot_resumes_from_its_finished_chunks(
 def _rows_in(storage: ExternalStorage, path: str) -> int:
     data = storage.read(path) or b""
     return sum(1 for line in data.splitlines() if line.strip())
+
+
+def test_an_initial_only_snapshot_with_no_table_to_copy_still_ends(
+    spark: Any, fresh_db: FreshDatabase, puller_thread: PullerThread, tmp_path: Path
+) -> None:
+    """The filter selects only a table without a key (not eligible): the copy has no chunk, and its one batch
+    still publishes start-ts, so an initial-only changefeed finishes."""
+    db = fresh_db
+    create_and_fill(db, 10)
+    start = puller_thread.caught_up()
+    spec = make_spec(db, puller_thread, tmp_path, start, mode="initial-only")
+    spec = replace(spec, config={**spec.config, "filter": {"rules": [f"{db.name}.nokey"]}}, target_ts=start)
+    query = start_query(spark, spec, trigger_seconds=0.5)
+    try:
+        wait_for(lambda: checkpoint_of(tmp_path / "sink") >= start, 120, "start-ts to be published")
+    finally:
+        query.stop()
+    plan = snapshot_state.load_plan(spec.snapshot_plan_path)
+    assert plan is not None and plan.chunks == () and checkpoint_of(tmp_path / "sink") == start

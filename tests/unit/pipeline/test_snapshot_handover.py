@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import random
 import sqlite3
+from dataclasses import replace
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -21,6 +22,7 @@ from sparkcdc.pipeline.snapshot_state import ChunkRead, SnapshotPlan
 COLS = (ColumnInfo("id", "int", nullable=False, primary_key=True, handle_key=True), ColumnInfo("v", "varchar"))
 A = TableInfo("db", "a", 1, COLS)
 B = TableInfo("db", "b", 2, COLS)
+C = TableInfo("db", "c", 3, (ColumnInfo("v", "int"),))  # no key: copied whole (force-replicate)
 FILE = "bin.000001"
 
 
@@ -42,14 +44,16 @@ def _keys(table: TableInfo, *ids: int) -> bytes:
 
 
 def _copied(tmp_path: Path) -> SimpleNamespace:
-    """Table a in two chunks read at binlog positions 300 and 500 (ids 1-2, 7), b in one without a position."""
+    """Table a in two chunks read at binlog positions 300 and 500 (ids 1-2, 7), b in one without a position,
+    c (no key) in one read at 400."""
     spec = _spec(tmp_path)
     chunks = (Chunk(0, "db", "a", 1, ("id",), None, (5,), 2), Chunk(1, "db", "a", 1, ("id",), (5,), None, 1),
-              Chunk(2, "db", "b", 2, ("id",), None, None, 1))  # fmt: skip
-    snapshot_state.save_plan(spec.snapshot_plan_path, SnapshotPlan(100, chunks, {"db.a": A, "db.b": B}))
+              Chunk(2, "db", "b", 2, ("id",), None, None, 1), Chunk(3, "db", "c", 3, (), None, None, 1))  # fmt: skip
+    tables = {"db.a": A, "db.b": B, "db.c": C}
+    snapshot_state.save_plan(spec.snapshot_plan_path, SnapshotPlan(100, chunks, tables))
     snapshot_state.record_reads(spec, [ChunkRead(0, 2, 110, FILE, 300, _keys(A, 1, 2)),
                                        ChunkRead(1, 1, 130, FILE, 500, _keys(A, 7)),
-                                       ChunkRead(2, 1, 110)])  # fmt: skip
+                                       ChunkRead(2, 1, 110), ChunkRead(3, 1, 110, FILE, 400)])  # fmt: skip
     return spec
 
 
@@ -72,7 +76,11 @@ def test_each_change_goes_once_by_whether_the_chunk_that_read_its_key_holds_it(t
     handover = snapshot_state.streamed_handover(spec, 100, db)
     a = handover[("db", "a")]
     assert (a.low, a.high, [u for _, u in a.chunks]) == (110, 159, [139, 159])
-    assert ("db", "b") in handover and handover[("db", "b")].chunks == ()  # no position: low watermark only
+    b, c = handover[("db", "b")], handover[("db", "c")]
+    assert (b.low, b.high, b.chunks) == (110, 110, ())  # no position: the low watermark only
+    assert (c.low, c.high, c.chunks) == (149, 149, ())  # one read holds the whole table: no key needed
+    row = RowChange(149, C, RowOp.INSERT, None, (1,))
+    assert c.keep(row) is None and c.keep(replace(row, commit_ts=150)) is not None
     assert a.keep(_ins(110, 1)) is None  # before every read
     assert a.keep(_upd(120, 1, 1)) is None and a.keep(_upd(140, 1, 1)) is not None  # chunk 0 read at ts 139
     assert a.keep(_upd(150, 7, 7)) is None and a.keep(_upd(160, 7, 7)) is not None  # chunk 1 read at ts 159
@@ -94,8 +102,8 @@ def test_the_handover_ends_when_every_table_is_past_its_last_read(tmp_path: Path
     assert [u for _, u in a.chunks] == [139, 2**63 - 1]  # the relay log has not passed chunk 1's read yet
     assert a.keep(_upd(140, 7, 7)) is None
     db.execute("INSERT INTO txn VALUES (150, ?, 500), (160, ?, 600)", (FILE, FILE))
-    assert set(snapshot_state.streamed_handover(spec, 100, db)) == {("db", "a"), ("db", "b")}
-    assert set(snapshot_state.streamed_handover(spec, 110, db)) == {("db", "a")}
+    assert set(snapshot_state.streamed_handover(spec, 100, db)) == {("db", "a"), ("db", "b"), ("db", "c")}
+    assert set(snapshot_state.streamed_handover(spec, 110, db)) == {("db", "a"), ("db", "c")}
     assert snapshot_state.streamed_handover(spec, 159, db) == {}
     assert (tmp_path / "snapshot_handover.done").exists() and not (tmp_path / "snapshot_keys").exists()
     assert snapshot_state.streamed_handover(spec, 100, db) == {}  # done is done: nothing is read again
