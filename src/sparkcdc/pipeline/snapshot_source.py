@@ -59,6 +59,7 @@ def load_or_make_plan(spec: FeedSpec) -> snapshot_state.SnapshotPlan:
     if plan is not None and plan.start_ts == spec.start_ts:
         return plan
     plan = make_plan(spec)
+    snapshot_state.reset_handover(spec)
     snapshot_state.save_plan(spec.snapshot_plan_path, plan)
     snapshot_state.write_progress(spec.snapshot_progress_path, snapshot_state.initial_progress(plan))
     return plan

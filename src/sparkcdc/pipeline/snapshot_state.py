@@ -153,8 +153,12 @@ def done_prefix(progress: SnapshotProgress | None, plan: SnapshotPlan) -> int:
     return n
 
 
+_KEYS_DIR = "snapshot_keys"
+_HANDOVER_DONE = "snapshot_handover.done"
+
+
 def keys_path(spec: Any, index: int) -> Path:
-    return Path(spec.state_dir) / "snapshot_keys" / f"{index}.keys"
+    return Path(spec.state_dir) / _KEYS_DIR / f"{index}.keys"
 
 
 def read_chunk_point(path: Path) -> tuple[str, int] | None:
@@ -191,11 +195,9 @@ def streamed_handover(spec: Any, after_ts: int, db: sqlite3.Connection) -> dict[
     position to a commit-ts. Empty once every table is past it (then marked done, and the keys removed)."""
     from sparkcdc.pipeline.snapshot_handover import TableHandover
 
-    done_path = Path(spec.state_dir) / "snapshot_handover.done"
-    if done_path.exists():
-        return {}
+    done_path = Path(spec.state_dir) / _HANDOVER_DONE
     progress = read_progress(spec.snapshot_progress_path)
-    if progress is None or not progress.complete:
+    if progress is None or not progress.complete or _handed_over(done_path) == progress.start_ts:
         return {}
     plan = load_plan(spec.snapshot_plan_path)
     if plan is None or progress.start_ts != plan.start_ts:
@@ -224,9 +226,23 @@ def streamed_handover(spec: Any, after_ts: int, db: sqlite3.Connection) -> dict[
             key = table_chunks[0].key if table_chunks else ()
             out[(info.schema, info.table)] = TableHandover(key, low, high, tuple(reads))
     if not out and resolved:
-        write_atomic(done_path, b"", what="the snapshot hand-over mark")
-        shutil.rmtree(Path(spec.state_dir) / "snapshot_keys", ignore_errors=True)
+        write_atomic(done_path, str(plan.start_ts).encode(), what="the snapshot hand-over mark")
+        shutil.rmtree(Path(spec.state_dir) / _KEYS_DIR, ignore_errors=True)
     return out
+
+
+def reset_handover(spec: Any) -> None:
+    """Forget an earlier snapshot's hand-over (its keys and end mark): a new plan starts its own."""
+    shutil.rmtree(Path(spec.state_dir) / _KEYS_DIR, ignore_errors=True)
+    (Path(spec.state_dir) / _HANDOVER_DONE).unlink(missing_ok=True)
+
+
+def _handed_over(path: Path) -> int | None:
+    """The start-ts of the snapshot whose hand-over is over, None when none is."""
+    try:
+        return int(path.read_text())
+    except (OSError, ValueError):
+        return None
 
 
 _FOREVER = 2**63 - 1

@@ -107,6 +107,13 @@ def test_the_handover_ends_when_every_table_is_past_its_last_read(tmp_path: Path
     assert snapshot_state.streamed_handover(spec, 159, db) == {}
     assert (tmp_path / "snapshot_handover.done").exists() and not (tmp_path / "snapshot_keys").exists()
     assert snapshot_state.streamed_handover(spec, 100, db) == {}  # done is done: nothing is read again
+    # a new plan (another start-ts) starts its own hand-over
+    snapshot_state.reset_handover(spec)
+    plan = snapshot_state.load_plan(spec.snapshot_plan_path)
+    assert plan is not None
+    snapshot_state.save_plan(spec.snapshot_plan_path, replace(plan, start_ts=105))
+    snapshot_state.record_reads(spec, [ChunkRead(i, 1, 110) for i in range(4)])
+    assert set(snapshot_state.streamed_handover(spec, 100, db)) == {("db", "a"), ("db", "b"), ("db", "c")}
 
 
 def test_a_damaged_keys_file_is_reported(tmp_path: Path) -> None:
