@@ -5,4 +5,5 @@ pytest_plugins = [
     "tests.fixtures.mariadb",
     "tests.fixtures.object_stores",
     "tests.fixtures.kafka",
+    "tests.fixtures.etcd",
 ]

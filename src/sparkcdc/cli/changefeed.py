@@ -444,5 +444,23 @@ def cli_group(ctx: click.Context, server: str | None) -> None:
         root.obj["server"] = server
 
 
+@click.group("capture")
+def capture_group() -> None:
+    """The captures (cdc server processes) of the cluster."""
+
+
+@capture_group.command("list")
+@server_option
+@click.pass_context
+def capture_list(ctx: click.Context, server: str | None) -> None:
+    """List the captures and which one is the owner (as TiCDC's JSON)."""
+    with _client(ctx, server) as client:
+        items = client.captures()
+    out = [{"id": c["id"], "is-owner": c["is_owner"], "address": c["address"], "cluster-id": c["cluster_id"]}
+           for c in items]  # fmt: skip
+    click.echo(go_json(out, indent=True))
+
+
 cli_group.add_command(changefeed)
 cli_group.add_command(tso_group)
+cli_group.add_command(capture_group)

@@ -105,6 +105,9 @@ class APIClient:
         data = self._call("POST", "/tso", body={})
         return (int(data["timestamp"]) << 18) | int(data["logic_time"])
 
+    def captures(self) -> list[dict[str, Any]]:
+        return list(self._call("GET", "/captures").get("items") or [])
+
     def create(self, body: dict[str, Any]) -> dict[str, Any]:
         result: dict[str, Any] = self._call("POST", "/changefeeds", body=body)
         return result

@@ -26,6 +26,22 @@ from sparkcdc.server.runners import RUNNERS
     help="Upstream MySQL/MariaDB server (row-based binlog) to capture from; also read from $SPARKCDC_UPSTREAM, "
     "which keeps the password out of the process list.",
 )
+@click.option(
+    "--pd",
+    default=None,
+    metavar="http://host:port[,...]",
+    help="etcd endpoints of a cluster of cdc servers (TiCDC's flag: its metadata lives in PD's etcd). Servers "
+    "on one etcd share their changefeeds and elect an owner; without it the server keeps its metadata in SQLite "
+    "under --data-dir and is its own owner.",
+)
+@click.option("--cluster-id", default="default", show_default=True, help="Cluster name within the etcd (--pd).")
+@click.option(
+    "--session-ttl",
+    type=click.IntRange(1, 600),
+    default=10,
+    hidden=True,
+    help="Seconds a dead server keeps its etcd session (and ownership) before another one takes over (tests).",
+)
 @click.option("--spark-master", default="local[*]", show_default=True, help="Spark master URL for the pipelines.")
 @click.option(
     "--log-file", type=click.Path(dir_okay=False, path_type=Path), default=None, help="Log file (default: stderr)."
@@ -95,6 +111,9 @@ def server(
     addr: str,
     data_dir: Path,
     upstream: str | None,
+    pd: str | None,
+    cluster_id: str,
+    session_ttl: int,
     spark_master: str,
     log_file: Path | None,
     server_log_level: str,
@@ -107,7 +126,7 @@ def server(
     relay_segment_bytes: int,
     lock_wait: float,
 ) -> None:
-    """Start a cdc server (one node owning every changefeed)."""
+    """Start a cdc server (a node of a cluster with --pd, else one node owning every changefeed)."""
     from sparkcdc.server.gc import GcPolicy
     from sparkcdc.server.process import ServerOptions, run_server
 
@@ -116,6 +135,9 @@ def server(
             addr=addr,
             data_dir=data_dir,
             upstream=upstream,
+            pd=pd,
+            cluster_id=cluster_id,
+            session_ttl=session_ttl,
             spark_master=spark_master,
             log_file=log_file,
             log_level=server_log_level,

@@ -24,22 +24,18 @@ import argparse
 import json
 import logging
 import os
-import signal
 import socket
 import struct
-import subprocess
 import sys
 import time
 from pathlib import Path
-from types import TracebackType
 
 from sparkcdc.codec.base import Message
-from sparkcdc.devtools.mariadb import free_port
+from sparkcdc.devtools.private_server import PrivateServer
 from sparkcdc.errors import ConfigError, SparkcdcError
 
 log = logging.getLogger(__name__)
 
-_STATE_FILE = "instance.json"
 _PID_FILE = "tansu.pid"
 _LOG_FILE = "tansu.log"
 # tansu reads these from the environment; the broker must not pick up a caller's settings.
@@ -89,21 +85,13 @@ def _recv_exact(s: socket.socket, n: int) -> bytes | None:
     return data
 
 
-class KafkaBroker:
+class KafkaBroker(PrivateServer):
     """One private tansu broker under ``directory``."""
 
-    def __init__(self, directory: str | os.PathLike[str], port: int | None = None) -> None:
-        self.dir = Path(directory).resolve()
-        self.port = port
-        self._proc: subprocess.Popen[bytes] | None = None
-
-    @property
-    def pid_file(self) -> Path:
-        return self.dir / _PID_FILE
-
-    @property
-    def log_file(self) -> Path:
-        return self.dir / _LOG_FILE
+    what = "Kafka broker"
+    marker = b"tansu"
+    pid_name = _PID_FILE
+    log_name = _LOG_FILE
 
     @property
     def bootstrap(self) -> str:
@@ -112,119 +100,31 @@ class KafkaBroker:
             raise ConfigError(f"Kafka broker under {self.dir} is not started")
         return f"127.0.0.1:{self.port}"
 
-    # -- lifecycle -------------------------------------------------------------------------------
     def start(self, timeout: float = 30.0) -> KafkaBroker:
         """Start the broker (or adopt the one already running under the directory); returns when it answers.
-
         Raises ConfigError when tansu is not installed or the port is not usable, SparkcdcError when the broker
         does not come up (the log's tail is in the message).
         """
-        binary = tansu_binary()
-        self.dir.mkdir(parents=True, exist_ok=True)
-        if self.alive_pid() is not None:
-            self.port = int(json.loads((self.dir / _STATE_FILE).read_text())["port"])
-            return self
-        if self.port is None:
-            self.port = free_port()
-        if not 0 < self.port < 65536:
-            raise ConfigError(f"invalid port {self.port}; use 1-65535")
-        url = f"tcp://127.0.0.1:{self.port}"
-        cmd = [binary, "broker", "--listener-url", url, "--advertised-listener-url", url,
-               "--storage-engine", "memory://tansu/"]  # fmt: skip
-        env = {k: v for k, v in os.environ.items() if k not in _TANSU_ENV}
-        out = open(self.log_file, "ab")  # noqa: SIM115 - owned by the child process
-        self._proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, env=env, start_new_session=True)
-        out.close()
-        self.pid_file.write_text(str(self._proc.pid))
-        deadline = time.monotonic() + timeout
-        while not kafka_ping("127.0.0.1", self.port):
-            if self._proc.poll() is not None or time.monotonic() > deadline:
-                tail = self.log_file.read_text(errors="replace")[-800:].strip().replace("\n", " | ")
-                self.stop()
-                raise SparkcdcError(f"Kafka broker under {self.dir} did not start on port {self.port}: {tail}")
-            time.sleep(0.02)
-        (self.dir / _STATE_FILE).write_text(json.dumps({"port": self.port, "pid": self._proc.pid}))
-        log.info("Kafka broker started dir=%s bootstrap=%s", self.dir, self.bootstrap)
+        self._start(timeout)
         return self
 
-    def alive_pid(self) -> int | None:
-        """The pid of the running broker of this directory, None when none runs."""
-        try:
-            pid = int(self.pid_file.read_text().strip())
-            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-        except (OSError, ValueError):
-            return None
-        # A pid the kernel gave to another program since is not our broker.
-        if b"tansu" not in cmdline or self._exited(pid):
-            return None
-        return pid
+    def command(self) -> list[str]:
+        url = f"tcp://127.0.0.1:{self.port}"
+        return [tansu_binary(), "broker", "--listener-url", url, "--advertised-listener-url", url,
+                "--storage-engine", "memory://tansu/"]  # fmt: skip
 
-    def status(self) -> dict[str, object]:
-        """``{"running": bool, "bootstrap": ..., "pid": ...}`` of the broker under the directory."""
-        pid = self.alive_pid()
-        if pid is None:
-            return {"running": False, "dir": str(self.dir)}
-        port = int(json.loads((self.dir / _STATE_FILE).read_text())["port"])
-        return {"running": kafka_ping("127.0.0.1", port), "bootstrap": f"127.0.0.1:{port}", "pid": pid}
+    def environment(self) -> dict[str, str]:
+        return {k: v for k, v in os.environ.items() if k not in _TANSU_ENV}
 
-    def pause(self) -> None:
-        """Freeze the broker (SIGSTOP): clients time out as with a dead broker, but no data is lost."""
-        self._signal(signal.SIGSTOP)
+    def ready(self) -> bool:
+        assert self.port is not None
+        return kafka_ping("127.0.0.1", self.port)
 
-    def resume(self) -> None:
-        """Undo :meth:`pause` (SIGCONT)."""
-        self._signal(signal.SIGCONT)
-
-    def _signal(self, sig: signal.Signals) -> None:
-        pid = self.alive_pid()
-        if pid is None:
-            raise ConfigError(f"no Kafka broker runs under {self.dir}")
-        os.kill(pid, sig)
-
-    def stop(self, timeout: float = 30.0) -> None:
-        """Stop the broker by its pid (SIGTERM, SIGKILL after ``timeout``). Idempotent."""
-        pid = self.alive_pid()
-        if pid is None and self._proc is not None and self._proc.poll() is None:
-            pid = self._proc.pid
-        if pid is not None:
-            try:
-                os.kill(pid, signal.SIGCONT)  # a paused broker cannot act on SIGTERM
-                os.kill(pid, signal.SIGTERM)
-            except ProcessLookupError:
-                pid = None
-        deadline = time.monotonic() + timeout
-        while pid is not None and not self._exited(pid):
-            if time.monotonic() > deadline:
-                os.kill(pid, signal.SIGKILL)
-                break
-            time.sleep(0.02)
-        if self._proc is not None:
-            try:
-                self._proc.wait(timeout=5)
-            except subprocess.TimeoutExpired:
-                pass
-            self._proc = None
-        self.pid_file.unlink(missing_ok=True)
-        log.info("Kafka broker stopped dir=%s", self.dir)
-
-    def _exited(self, pid: int) -> bool:
-        if self._proc is not None and self._proc.pid == pid:
-            return self._proc.poll() is not None
-        try:
-            os.kill(pid, 0)
-        except OSError:
-            return True
-        # A zombie we did not spawn cannot be reaped here; treat it as gone.
-        try:
-            return Path(f"/proc/{pid}/stat").read_text().split(") ", 1)[1].startswith("Z")
-        except (OSError, IndexError):
-            return True
+    def address(self) -> dict[str, object]:
+        return {"bootstrap": self.bootstrap}
 
     def __enter__(self) -> KafkaBroker:
         return self.start()
-
-    def __exit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
-        self.stop()
 
 
 Partitions = dict[int, list[Message]]

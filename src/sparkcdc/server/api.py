@@ -9,12 +9,12 @@ from __future__ import annotations
 
 import logging
 import os
-import uuid
+from collections.abc import Awaitable, Callable
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -25,6 +25,7 @@ from sparkcdc.errors import ConfigError, SparkcdcError
 from sparkcdc.model import tso
 from sparkcdc.server import api_model
 from sparkcdc.server.changefeed import ChangefeedManager, CreateRequest, states_needed
+from sparkcdc.server.cluster import Membership, SingleNode
 
 log = logging.getLogger(__name__)
 
@@ -46,6 +47,26 @@ _BAD_REQUEST_CODES = frozenset(
 )
 
 U64 = Field(default=0, ge=0, le=(1 << 64) - 1)
+ERR_OWNER_NOT_FOUND = "CDC:ErrOwnerNotFound"
+_OWNER_PATHS = ("/api/v2/changefeeds", "/api/v2/owner")  # served by the owner (forwarded from other captures)
+_FORWARDED = "x-sparkcdc-forwarded-by"
+
+
+async def forward(request: Request, address: str, capture_id: str) -> Response:
+    """``request`` sent on to the owner at ``address``, its answer returned as it is."""
+    import httpx
+
+    headers = {k: v for k, v in request.headers.items() if k.lower() in ("content-type", "accept")}
+    headers[_FORWARDED] = capture_id
+    try:
+        async with httpx.AsyncClient(timeout=60.0) as client:
+            r = await client.request(request.method, f"http://{address}{request.url.path}",
+                                     params=request.query_params, content=await request.body(),
+                                     headers=headers)  # fmt: skip
+    except httpx.HTTPError as e:
+        return JSONResponse(error_body(ERR_OWNER_NOT_FOUND, f"the owner at {address} did not answer: {e}"),
+                            status_code=503)  # fmt: skip
+    return Response(r.content, status_code=r.status_code, media_type=r.headers.get("content-type"))
 
 
 class ChangefeedConfigBody(BaseModel):
@@ -73,10 +94,23 @@ def _status_for(err: SparkcdcError) -> int:
     return 400 if err.code in _BAD_REQUEST_CODES or isinstance(err, ConfigError) else 500
 
 
-def create_app(manager: ChangefeedManager, *, capture_id: str | None = None) -> FastAPI:
-    """The Open API application serving ``manager``."""
+def create_app(manager: ChangefeedManager, membership: Membership | None = None) -> FastAPI:
+    """The Open API application serving ``manager`` as a capture of ``membership`` (one node by default).
+
+    On a capture that is not the owner, changefeed and owner requests are forwarded to the owner (as TiCDC's
+    API does), so every node answers them alike; the owner runs the changefeeds."""
     app = FastAPI(title="sparkcdc Open API", version="v2", docs_url=None, redoc_url=None, openapi_url=None)
-    capture = capture_id or str(uuid.uuid4())
+    cluster: Membership = membership or SingleNode(manager.addr)
+
+    @app.middleware("http")
+    async def _to_owner(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+        if cluster.is_owner() or not request.url.path.startswith(_OWNER_PATHS):
+            return await call_next(request)
+        owner = cluster.owner()
+        if owner is None or request.headers.get(_FORWARDED):
+            return JSONResponse(error_body(ERR_OWNER_NOT_FOUND, "no owner is elected yet; retry in a few seconds"),
+                                status_code=503)  # fmt: skip
+        return await forward(request, owner.address, cluster.capture_id)
 
     @app.exception_handler(SparkcdcError)
     def _on_error(_: Request, exc: SparkcdcError) -> JSONResponse:
@@ -111,12 +145,22 @@ def create_app(manager: ChangefeedManager, *, capture_id: str | None = None) -> 
         return {
             "version": __version__,
             "git_hash": "",
-            "id": capture,
-            "cluster_id": "default",
+            "id": cluster.capture_id,
+            "cluster_id": getattr(cluster, "cluster_id", "default"),
             "pid": os.getpid(),
-            "is_owner": True,
+            "is_owner": cluster.is_owner(),
             "liveness": 0,
         }
+
+    @app.get("/api/v2/captures")
+    def captures() -> dict[str, Any]:
+        items = [c.to_api() for c in cluster.captures()]
+        return {"total": len(items), "items": items}
+
+    @app.post("/api/v2/owner/resign")
+    def resign() -> dict[str, Any]:
+        cluster.resign()
+        return {}
 
     @app.post("/api/v2/tso")
     def query_tso() -> dict[str, Any]:

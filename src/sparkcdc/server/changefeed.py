@@ -44,7 +44,7 @@ from sparkcdc.changefeed.snapshot import SnapshotProgress
 from sparkcdc.errors import ConfigError, SparkcdcError
 from sparkcdc.masking import mask_uri
 from sparkcdc.server.gc import GcPolicy, gc_ttl_exceeded, safepoint, stopped_since
-from sparkcdc.server.store import ChangefeedNotFound, MetaStore
+from sparkcdc.server.store import ChangefeedNotFound, ChangefeedStore
 from sparkcdc.sink.base import check_sink
 
 log = logging.getLogger(__name__)
@@ -83,7 +83,7 @@ class ChangefeedManager:
 
     def __init__(
         self,
-        store: MetaStore,
+        store: ChangefeedStore,
         runner: ChangefeedRunner,
         *,
         addr: str = "",
@@ -116,8 +116,21 @@ class ChangefeedManager:
         if not poll:
             self.resume_all()
             return
+        self._stop.clear()
         self._poller = threading.Thread(target=self._poll_loop, name="changefeed-poller", daemon=True)
         self._poller.start()
+
+    def suspend(self) -> None:
+        """Stop every changefeed this server runs, and the poller, leaving their state as stored: another server
+        (the new owner) takes them over from their checkpoints. ``start`` runs them here again."""
+        self._stop.set()
+        if self._poller is not None:
+            self._poller.join(timeout=60)
+            self._poller = None
+        with self._lock:
+            for namespace, cf in sorted(self._started):
+                log.info("changefeed=%s: stopped here (ownership moved)", cf)
+                self._stop_started(namespace, cf)
 
     def resume_all(self) -> None:
         """Start the runner of every stored changefeed in a running state (after a server restart)."""
@@ -411,11 +424,14 @@ class ChangefeedManager:
             return failed
 
     def _stop_runner(self, info: ChangefeedInfo) -> None:
-        self._started.discard((info.namespace, info.id))
+        self._stop_started(info.namespace, info.id)
+
+    def _stop_started(self, namespace: str, changefeed_id: str) -> None:
+        self._started.discard((namespace, changefeed_id))
         try:
-            self.runner.stop(info.namespace, info.id)
+            self.runner.stop(namespace, changefeed_id)
         except Exception as e:
-            log.warning("changefeed=%s: runner stop failed: %s", info.id, e)
+            log.warning("changefeed=%s: runner stop failed: %s", changefeed_id, e)
 
 
 def states_needed(state: str) -> Iterable[FeedState] | None:

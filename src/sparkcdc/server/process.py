@@ -19,9 +19,12 @@ from sparkcdc.errors import ConfigError, SparkcdcError
 from sparkcdc.masking import mask_uri
 from sparkcdc.server.api import create_app
 from sparkcdc.server.changefeed import ChangefeedManager
+from sparkcdc.server.cluster import EtcdMembership, Membership, SingleNode
+from sparkcdc.server.etcd_client import EtcdClient, parse_endpoints
+from sparkcdc.server.etcd_store import EtcdStore
 from sparkcdc.server.gc import GcPolicy
 from sparkcdc.server.runners import create_runner
-from sparkcdc.server.store import MetaStore
+from sparkcdc.server.store import ChangefeedStore, MetaStore
 
 log = logging.getLogger(__name__)
 
@@ -34,6 +37,9 @@ class ServerOptions:
     addr: str = "127.0.0.1:8300"
     data_dir: Path = Path("default.data")
     upstream: str | None = None
+    pd: str | None = None
+    cluster_id: str = "default"
+    session_ttl: int = 10
     spark_master: str = "local[*]"
     log_file: Path | None = None
     log_level: str = "info"
@@ -177,13 +183,14 @@ class StopSignals:
         os._exit(1)
 
 
-def _serve(manager: ChangefeedManager, host: str, port: int, sock: socket.socket, stop: StopSignals) -> None:
+def _serve(manager: ChangefeedManager, membership: Membership, host: str, port: int, sock: socket.socket,
+           stop: StopSignals) -> None:  # fmt: skip
     """Serve the Open API on a thread until a stop signal (uvicorn installs no signal handlers outside the main
     thread, so ours decide). Raises SparkcdcError when the API server ends by itself."""
     import uvicorn
 
     config = uvicorn.Config(
-        create_app(manager),
+        create_app(manager, membership),
         host=host,
         port=port,
         log_config=None,
@@ -203,6 +210,21 @@ def _serve(manager: ChangefeedManager, host: str, port: int, sock: socket.socket
     api.join(10)
 
 
+def _join(opts: ServerOptions, manager: ChangefeedManager, cluster: EtcdMembership | None) -> Membership:
+    """Join the cluster; the manager runs the changefeeds while this server is the owner."""
+
+    def on_owner(owner: bool) -> None:
+        if owner:
+            manager.start()
+        else:
+            manager.suspend()
+
+    if cluster is None:
+        return SingleNode(opts.addr, on_owner)
+    cluster.on_owner = on_owner
+    return cluster.start()
+
+
 def run_server(opts: ServerOptions) -> None:
     """Run until SIGINT, SIGTERM or SIGHUP (``StopSignals``), then stop in order and return. Raises ConfigError
     for bad options (before anything starts), SparkcdcError when the Open API stops by itself."""
@@ -210,6 +232,8 @@ def run_server(opts: ServerOptions) -> None:
     tz = parse_tz(opts.tz)
     if opts.upstream:
         parse_mysql_uri(opts.upstream)
+    if opts.pd:
+        parse_endpoints(opts.pd)
     if opts.log_file:
         try:
             opts.log_file.parent.mkdir(parents=True, exist_ok=True)
@@ -226,12 +250,19 @@ def run_server(opts: ServerOptions) -> None:
     bound = sock.getsockname()
     log.info("starting cdc server pid=%d addr=%s:%s data_dir=%s runner=%s", os.getpid(), bound[0], bound[1],
              opts.data_dir, opts.runner)  # fmt: skip
-    store: MetaStore | None = None
+    store: ChangefeedStore | None = None
     manager: ChangefeedManager | None = None
+    membership: Membership | None = None
+    etcd: EtcdClient | None = None
     stop = StopSignals()
     stop.install()
     try:
-        store = MetaStore(opts.data_dir)
+        if opts.pd:
+            etcd = EtcdClient(parse_endpoints(opts.pd))
+            cluster = EtcdMembership(etcd, opts.addr, cluster_id=opts.cluster_id, ttl=opts.session_ttl)
+            store = EtcdStore(etcd, opts.cluster_id, fence=cluster.fence)
+        else:
+            store = MetaStore(opts.data_dir)
         ctx = RunnerContext(
             data_dir=Path(opts.data_dir),
             upstream_uri=opts.upstream,
@@ -253,15 +284,19 @@ def run_server(opts: ServerOptions) -> None:
         )
         stop.starting = False
         if not stop.requested.is_set():
-            manager.start()
-            _serve(manager, host, port, sock, stop)
+            membership = _join(opts, manager, cluster if opts.pd else None)
+            _serve(manager, membership, host, port, sock, stop)
     except StoppedWhileStarting:
         log.info("stopping cdc server (%s) while it was starting", stop.name)
     finally:
+        if membership is not None:
+            membership.close()
         if manager is not None:
             manager.close()
         if store is not None:
             store.close()
+        if etcd is not None:
+            etcd.close()
         sock.close()
         os.close(lock_fd)
     log.info("cdc server stopped")

@@ -14,6 +14,7 @@ import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Protocol
 
 from sparkcdc.changefeed.info import ChangefeedInfo, ChangefeedStatus
 from sparkcdc.errors import ConfigError, SparkcdcError
@@ -36,8 +37,22 @@ class MetaStoreError(SparkcdcError):
     default_code = ERR_META
 
 
+class ChangefeedStore(Protocol):
+    """Where changefeeds live, keyed by (namespace, id): ``MetaStore`` (SQLite, one server) or
+    ``etcd_store.EtcdStore`` (a cluster of servers). Every method is one atomic change or read."""
+
+    def create(self, info: ChangefeedInfo, status: ChangefeedStatus) -> None: ...
+    def get(self, namespace: str, changefeed_id: str) -> tuple[ChangefeedInfo, ChangefeedStatus]: ...
+    def list(self, namespace: str | None = None) -> list[tuple[ChangefeedInfo, ChangefeedStatus]]: ...
+    def put_info(self, info: ChangefeedInfo) -> None: ...
+    def put_status(self, namespace: str, changefeed_id: str, status: ChangefeedStatus) -> None: ...
+    def put(self, info: ChangefeedInfo, status: ChangefeedStatus) -> None: ...
+    def delete(self, namespace: str, changefeed_id: str) -> bool: ...
+    def close(self) -> None: ...
+
+
 class MetaStore:
-    """Changefeeds keyed by (namespace, id). Raises MetaStoreError when the database is unusable."""
+    """Changefeeds keyed by (namespace, id) in SQLite. Raises MetaStoreError when the database is unusable."""
 
     def __init__(self, data_dir: str | Path) -> None:
         self.path = Path(data_dir) / "meta.sqlite3"
@@ -99,7 +114,7 @@ class MetaStore:
                 raise MetaStoreError(f"metadata store {self.path}: {e}") from e
         if row is None:
             raise ChangefeedNotFound(f"changefeed not exists, {changefeed_id}")
-        return _decode(row[0], row[1])
+        return decode_record(row[0], row[1])
 
     def list(self, namespace: str | None = None) -> list[tuple[ChangefeedInfo, ChangefeedStatus]]:
         """All changefeeds (of one namespace when given), ordered by namespace and id."""
@@ -113,7 +128,7 @@ class MetaStore:
                 rows = self._conn.execute(sql + " ORDER BY namespace, id", args).fetchall()
             except sqlite3.Error as e:
                 raise MetaStoreError(f"metadata store {self.path}: {e}") from e
-        return [_decode(i, s) for i, s in rows]
+        return [decode_record(i, s) for i, s in rows]
 
     def put_info(self, info: ChangefeedInfo) -> None:
         """Replace the info of an existing changefeed; raises ChangefeedNotFound."""
@@ -152,7 +167,7 @@ class MetaStore:
             return cur.rowcount > 0
 
 
-def _decode(info: str, status: str) -> tuple[ChangefeedInfo, ChangefeedStatus]:
+def decode_record(info: str, status: str) -> tuple[ChangefeedInfo, ChangefeedStatus]:
     try:
         return ChangefeedInfo.from_record(json.loads(info)), ChangefeedStatus.from_record(json.loads(status))
     except (ValueError, KeyError, TypeError) as e:

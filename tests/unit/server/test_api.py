@@ -14,6 +14,7 @@ from fastapi import FastAPI
 from sparkcdc.changefeed.config import ReplicaConfig
 from sparkcdc.server.api import create_app
 from sparkcdc.server.changefeed import ChangefeedManager
+from sparkcdc.server.cluster import SingleNode
 from sparkcdc.server.store import MetaStore
 from tests.fixtures.replica_configs import REFUSED, REPRESENTATIVE_TOML, Refused
 from tests.unit.server.fakes import NOW, FakeRunner
@@ -52,7 +53,7 @@ class ASGIClient:
 def client(tmp_path: Path) -> Iterator[ASGIClient]:
     mgr = ChangefeedManager(MetaStore(tmp_path), FakeRunner())
     mgr.start(poll=False)
-    yield ASGIClient(create_app(mgr, capture_id="cap-1"))
+    yield ASGIClient(create_app(mgr, SingleNode("127.0.0.1:8300", capture_id="cap-1")))
     mgr.close()
 
 
@@ -61,6 +62,11 @@ def test_health_status_tso(client: ASGIClient) -> None:
     st = client.get("/api/v2/status").json()
     assert list(st) == ["version", "git_hash", "id", "cluster_id", "pid", "is_owner", "liveness"]
     assert st["id"] == "cap-1" and st["is_owner"] is True
+    # one server is a cluster of one capture, its own owner (TiCDC's shapes)
+    assert client.get("/api/v2/captures").json() == {
+        "total": 1, "items": [{"id": "cap-1", "is_owner": True, "address": "127.0.0.1:8300", "cluster_id": "default"}]}
+    assert client.post("/api/v2/owner/resign").json() == {}
+    assert client.get("/api/v2/status").json()["is_owner"] is True
     t = client.post("/api/v2/tso").json()
     assert (t["timestamp"] << 18) | t["logic_time"] == NOW
 

@@ -1,0 +1,220 @@
+"""Which ``cdc server`` processes (captures) form the cluster, and which one is the owner.
+
+``SingleNode`` is the embedded default: one capture, always the owner. ``EtcdMembership`` (``cdc server --pd``)
+works as TiCDC's captures do on PD's etcd:
+
+- each server registers ``/tidb/cdc/<cluster>/__cdc_meta__/capture/<id>`` (its id, address and version) under a
+  lease of ``ttl`` seconds that a thread keeps alive; a server that dies stops refreshing it, and etcd removes
+  its keys when the lease expires;
+- the owner election is etcd's: every capture puts ``.../owner/<lease id>`` under its lease, and the key with the
+  lowest create revision wins, so candidates queue in arrival order and the next one takes over as soon as
+  the owner's key is gone (lease expired, or resigned);
+- a capture whose lease expired (etcd unreachable for longer than ``ttl``) gives up ownership at once, and
+  registers again with a new lease when etcd answers;
+- ``fence()`` gives the compare that holds only while this capture's owner key stands: the store conditions the
+  owner's writes on it, so a deposed owner that has not noticed yet cannot overwrite its successor's.
+
+``on_owner(True/False)`` is called on the membership's thread when this capture becomes or stops being the owner.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+from sparkcdc import __version__
+from sparkcdc.errors import SparkcdcError
+from sparkcdc.server.etcd_client import EtcdClient, absent, created_at, op_put
+from sparkcdc.server.etcd_store import CDC_ROOT, META
+
+log = logging.getLogger(__name__)
+
+DEFAULT_TTL = 10  # seconds: TiCDC's capture session TTL
+
+
+@dataclass(frozen=True)
+class CaptureInfo:
+    id: str
+    address: str
+    is_owner: bool
+    cluster_id: str = "default"
+    version: str = __version__
+
+    def to_api(self) -> dict[str, Any]:
+        """``GET /api/v2/captures`` item (TiCDC's ``Capture``)."""
+        return {"id": self.id, "is_owner": self.is_owner, "address": self.address, "cluster_id": self.cluster_id}
+
+
+class Membership(Protocol):
+    capture_id: str
+
+    def is_owner(self) -> bool: ...
+    def owner(self) -> CaptureInfo | None: ...
+    def captures(self) -> list[CaptureInfo]: ...
+    def resign(self) -> None: ...
+    def close(self) -> None: ...
+
+
+class SingleNode:
+    """One server, its own owner (the SQLite store's cluster)."""
+
+    def __init__(self, address: str, on_owner: Callable[[bool], None] | None = None, capture_id: str = "") -> None:
+        self.capture_id = capture_id or str(uuid.uuid4())
+        self._me = CaptureInfo(self.capture_id, address, True)
+        if on_owner is not None:
+            on_owner(True)
+
+    def is_owner(self) -> bool:
+        return True
+
+    def owner(self) -> CaptureInfo:
+        return self._me
+
+    def captures(self) -> list[CaptureInfo]:
+        return [self._me]
+
+    def resign(self) -> None:
+        """The only capture is elected again at once, as a lone TiCDC capture is."""
+
+    def close(self) -> None:
+        pass
+
+
+class EtcdMembership:
+    """This server's capture in an etcd cluster. ``start`` registers and campaigns; ``close`` leaves."""
+
+    def __init__(self, client: EtcdClient, address: str, *, cluster_id: str = "default", ttl: int = DEFAULT_TTL,
+                 on_owner: Callable[[bool], None] | None = None) -> None:  # fmt: skip
+        self.client = client
+        self.address = address
+        self.cluster_id = cluster_id
+        self.ttl = ttl
+        self.capture_id = str(uuid.uuid4())
+        self.on_owner = on_owner or (lambda _owner: None)
+        self.meta = f"{CDC_ROOT}/{cluster_id}/{META}"
+        self._lease = 0
+        self._owner_key = ""
+        self._owner_rev = 0
+        self._owner: CaptureInfo | None = None
+        self._is_owner = False
+        self._lock = threading.RLock()
+        self._stop = threading.Event()
+        self._thread: threading.Thread | None = None
+
+    # -- lifecycle ---------------------------------------------------------------------------------------
+    def start(self) -> EtcdMembership:
+        """Register and campaign (raises EtcdError when etcd is unreachable), then keep both up on a thread."""
+        self._register()
+        self.tick()
+        self._thread = threading.Thread(target=self._loop, name="capture-session", daemon=True)
+        self._thread.start()
+        return self
+
+    def close(self) -> None:
+        """Leave the cluster: stop being owner, revoke the lease (etcd drops this capture's keys at once)."""
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(10)
+        self._set_owner(False)
+        try:
+            if self._lease:
+                self.client.revoke(self._lease)
+        except SparkcdcError as e:
+            log.warning("leaving the cluster: %s (the capture's keys expire with their lease)", e)
+
+    def _register(self) -> None:
+        lease = self.client.grant(self.ttl)
+        info = {"id": self.capture_id, "address": self.address, "version": __version__, "git-hash": "",
+                "deploy-path": "", "start-timestamp": int(time.time())}  # fmt: skip
+        self.client.put(f"{self.meta}/capture/{self.capture_id}", json.dumps(info), lease)
+        with self._lock:
+            self._lease = lease
+            self._owner_key = f"{self.meta}/owner/{lease:x}"
+        self._campaign()
+        log.info("capture %s registered at %s (lease %x, ttl %ds)", self.capture_id, self.address, lease, self.ttl)
+
+    def _campaign(self) -> None:
+        self.client.txn([absent(self._owner_key)], [op_put(self._owner_key, self.capture_id, self._lease)])
+        kv = self.client.get(self._owner_key)
+        self._owner_rev = kv.create_revision if kv else 0
+
+    def _loop(self) -> None:
+        period = max(0.2, min(1.0, self.ttl / 3))
+        refreshed = time.monotonic()
+        while not self._stop.wait(period):
+            try:
+                if self.client.keepalive(self._lease) <= 0:
+                    log.warning("capture %s: its etcd session expired; giving up ownership and registering again",
+                                self.capture_id)  # fmt: skip
+                    self._set_owner(False)
+                    self._register()
+                refreshed = time.monotonic()
+                self.tick()
+            except SparkcdcError as e:
+                log.warning("capture %s: etcd: %s", self.capture_id, e)
+                if self._is_owner and time.monotonic() - refreshed > self.ttl * 2 / 3:
+                    # etcd may already have let the lease go and elected another owner: stop before it starts
+                    log.warning("capture %s: etcd unreachable for %.0fs; giving up ownership", self.capture_id,
+                                time.monotonic() - refreshed)  # fmt: skip
+                    self._set_owner(False)
+
+    def tick(self) -> None:
+        """Read who is the owner and which captures are alive; act on a change of this capture's ownership."""
+        owners = sorted(self.client.get_prefix(f"{self.meta}/owner/"), key=lambda kv: kv.create_revision)
+        owner_id = owners[0].value.decode() if owners else None
+        by_id = {c.id: c for c in self._read_captures(owner_id)}
+        with self._lock:
+            self._owner = by_id.get(owner_id) if owner_id else None
+        self._set_owner(owner_id == self.capture_id and owners[0].key == self._owner_key)
+
+    def _set_owner(self, owner: bool) -> None:
+        with self._lock:
+            if owner == self._is_owner:
+                return
+            self._is_owner = owner
+        log.info("capture %s %s the owner", self.capture_id, "is now" if owner else "is no longer")
+        self.on_owner(owner)
+
+    # -- queries -----------------------------------------------------------------------------------------
+    def is_owner(self) -> bool:
+        return self._is_owner
+
+    def owner(self) -> CaptureInfo | None:
+        """The owner as last seen (at most a second old)."""
+        return self._owner
+
+    def captures(self) -> list[CaptureInfo]:
+        owner = self._owner
+        return self._read_captures(owner.id if owner else None)
+
+    def _read_captures(self, owner_id: str | None) -> list[CaptureInfo]:
+        out = []
+        for kv in self.client.get_prefix(f"{self.meta}/capture/"):
+            try:
+                doc = json.loads(kv.value)
+                out.append(CaptureInfo(str(doc["id"]), str(doc["address"]), doc["id"] == owner_id, self.cluster_id,
+                                       str(doc.get("version", ""))))  # fmt: skip
+            except (ValueError, KeyError, TypeError):
+                log.warning("ignoring an unreadable capture record at %s", kv.key)
+        return sorted(out, key=lambda c: (not c.is_owner, c.id))
+
+    # -- owner duties --------------------------------------------------------------------------------------
+    def resign(self) -> None:
+        """Step down (``POST /api/v2/owner/resign``): the next capture in line becomes the owner; this one queues
+        again behind it."""
+        with self._lock:
+            if not self._is_owner:
+                return
+            self._set_owner(False)
+            self.client.delete(self._owner_key)
+            self._campaign()
+
+    def fence(self) -> list[dict[str, Any]]:
+        """The compare under which this capture's writes as owner are valid."""
+        return [created_at(self._owner_key, self._owner_rev)]

@@ -1,0 +1,83 @@
+"""The changefeed store on a real etcd behaves as the SQLite one (the same checks run on both), and refuses a
+deposed owner's writes."""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from sparkcdc.changefeed.config import ReplicaConfig
+from sparkcdc.changefeed.info import ChangefeedInfo, ChangefeedStatus, FeedState
+from sparkcdc.devtools.etcd import EtcdServer
+from sparkcdc.server.etcd_client import EtcdClient, created_at
+from sparkcdc.server.etcd_store import EtcdStore, NotOwner
+from sparkcdc.server.store import ChangefeedExists, ChangefeedNotFound, ChangefeedStore, MetaStore
+
+pytestmark = pytest.mark.integration
+
+
+@pytest.fixture(params=["sqlite", "etcd"])
+def store(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[ChangefeedStore]:
+    if request.param == "sqlite":
+        s: ChangefeedStore = MetaStore(tmp_path)
+        yield s
+        s.close()
+        return
+    server: EtcdServer = request.getfixturevalue("etcd")
+    client = EtcdClient([server.endpoint])
+    yield EtcdStore(client, f"test-{uuid.uuid4().hex[:8]}")
+    client.close()
+
+
+def info(cf: str, namespace: str = "default", **kw: Any) -> ChangefeedInfo:
+    cfg = ReplicaConfig.from_toml({"filter": {"rules": ["a.*"]}})
+    return ChangefeedInfo(id=cf, namespace=namespace, sink_uri="s3://b/p?protocol=csv&secret-access-key=S3CR3T",
+                          config=cfg, **{"start_ts": 5, **kw})  # fmt: skip
+
+
+def test_the_same_changes_read_back_the_same(store: ChangefeedStore) -> None:
+    cf1 = info("cf1")
+    store.create(cf1, ChangefeedStatus(5, 6))
+    store.create(info("cf0", "other"), ChangefeedStatus(7, 7))
+    store.create(info("cf2"), ChangefeedStatus(5, 5))
+    with pytest.raises(ChangefeedExists):
+        store.create(info("cf1", start_ts=9), ChangefeedStatus(9, 9))
+    assert store.get("default", "cf1") == (cf1, ChangefeedStatus(5, 6))
+    assert [i.id for i, _ in store.list("default")] == ["cf1", "cf2"]
+    assert [(i.namespace, i.id) for i, _ in store.list(None)] == [("default", "cf1"), ("default", "cf2"),
+                                                                  ("other", "cf0")]  # fmt: skip
+    store.put_status("default", "cf1", ChangefeedStatus(8, 9))
+    stopped = cf1.with_changes(state=FeedState.STOPPED)
+    store.put_info(stopped)
+    assert store.get("default", "cf1") == (stopped, ChangefeedStatus(8, 9))
+    store.put(cf1, ChangefeedStatus(10, 11))
+    assert store.get("default", "cf1") == (cf1, ChangefeedStatus(10, 11))
+    missing = ChangefeedStatus(1, 1)
+    for write in (lambda: store.put_info(info("nope")), lambda: store.put_status("default", "nope", missing),
+                  lambda: store.put(info("nope"), missing), lambda: store.get("default", "nope")):  # fmt: skip
+        with pytest.raises(ChangefeedNotFound):
+            write()
+    assert store.delete("default", "cf1") and not store.delete("default", "cf1")
+    assert [i.id for i, _ in store.list("default")] == ["cf2"]
+
+
+def test_a_deposed_owner_cannot_write(etcd: EtcdServer) -> None:
+    client = EtcdClient([etcd.endpoint])
+    owner_key = f"/test/{uuid.uuid4().hex}/owner"
+    client.put(owner_key, "me")
+    kv = client.get(owner_key)
+    assert kv is not None
+    store = EtcdStore(client, f"test-{uuid.uuid4().hex[:8]}", fence=lambda: [created_at(owner_key, kv.create_revision)])
+    store.create(info("cf"), ChangefeedStatus(5, 5))
+    store.put_status("default", "cf", ChangefeedStatus(6, 6))
+    client.delete(owner_key)
+    client.put(owner_key, "someone else")  # the key is there again, but not the one this owner created
+    with pytest.raises(NotOwner) as e:
+        store.put_status("default", "cf", ChangefeedStatus(7, 7))
+    assert "no longer the owner" in e.value.message
+    assert store.get("default", "cf")[1] == ChangefeedStatus(6, 6)
+    client.close()
