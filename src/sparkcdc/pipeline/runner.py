@@ -220,6 +220,15 @@ class SparkRunner:
                 f"bound {self.gc_ts}; resume it with --overwrite-checkpoint-ts at or above that bound",
                 code="CDC:ErrStartTsBeforeGC",
             )
+        if checkpoint_ts < self.bootstrap_ts and not (info.target_ts and checkpoint_ts >= info.target_ts):
+            # another server ran it before (ownership moved): this relay log never saw what came in between
+            raise SparkcdcError(
+                f"changefeed {info.namespace}/{info.id}: checkpoint-ts {checkpoint_ts} is before this server's "
+                f"relay log starts ({self.bootstrap_ts}); the server that ran it captured the changes in between. "
+                "Start that server again, or resume with --overwrite-checkpoint-ts at or above that ts (the "
+                "changes in between are then not replicated)",
+                code="CDC:ErrStartTsBeforeGC",
+            )
         key = (info.namespace, info.id)
         state = self.ctx.changefeed_dir(info.namespace, info.id)
         state.mkdir(parents=True, exist_ok=True)

@@ -148,3 +148,15 @@ def test_a_running_query_caps_the_bound_at_its_replay_floor(
     checkpoint, rows = replay(sink)
     assert checkpoint >= end
     assert sorted(int(k) for k in rows[f"{fresh_db.name}.t"]) == list(range(30))
+
+
+def test_a_checkpoint_before_this_servers_relay_log_is_refused(runner: SparkRunner) -> None:
+    """A changefeed another server ran (ownership moved) cannot resume here from before this relay log began:
+    it would skip what only the other server captured."""
+    start = runner.bootstrap_ts
+    assert start > 0
+    info = ChangefeedInfo(id="moved", sink_uri="file:///nowhere", start_ts=start - 10)
+    with pytest.raises(SparkcdcError) as e:
+        runner.start(info, start - 10)
+    assert e.value.code == "CDC:ErrStartTsBeforeGC"
+    assert "before this server's relay log starts" in e.value.message and "--overwrite-checkpoint-ts" in e.value.message

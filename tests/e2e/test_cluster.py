@@ -1,0 +1,106 @@
+"""Three `cdc server --pd` processes on one real etcd (the noop runner: control plane only): one owner, every
+node answers alike (non-owners forward to the owner), kill -9 of the owner hands its changefeeds to a new owner
+within the session TTL, resign passes ownership on, and a restarted node joins again."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import time
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from sparkcdc.devtools.etcd import EtcdServer
+from tests.e2e.test_cli_changefeed import CDC, CdcServer, sink
+
+pytestmark = pytest.mark.e2e
+
+TTL = 3
+
+
+def owner_of(servers: list[CdcServer]) -> CdcServer:
+    """The one live server every live node names as owner (waits for an election, and for a dead owner's session
+    to expire)."""
+    deadline = time.monotonic() + TTL + 10
+    seen: Any = None
+    while time.monotonic() < deadline:
+        try:
+            views = [s.api("/captures")["items"] for s in servers if s.proc is not None]
+        except (httpx.HTTPError, KeyError) as e:
+            seen = e
+            time.sleep(0.1)
+            continue
+        owners = {c["address"] for items in views for c in items if c["is_owner"]}
+        live = {f"127.0.0.1:{s.port}": s for s in servers if s.proc is not None}
+        if len(owners) == 1 and owners <= set(live) and all(sum(c["is_owner"] for c in items) == 1 for items in views):
+            return live[owners.pop()]
+        seen = views
+        time.sleep(0.1)
+    raise AssertionError(f"no single owner: {seen}")
+
+
+def wait_owner(servers: list[CdcServer], expected: CdcServer, timeout: float = 10) -> None:
+    deadline = time.monotonic() + timeout
+    while (got := owner_of(servers)) is not expected:
+        assert time.monotonic() < deadline, f"owner is still {got.url}, not {expected.url}"
+        time.sleep(0.1)
+
+
+@pytest.fixture
+def servers(etcd: EtcdServer, tmp_path: Path) -> Iterator[list[CdcServer]]:
+    cluster = tmp_path.name.replace("_", "-")[-30:]
+    made = [CdcServer(tmp_path / f"node{i}", "--pd", etcd.endpoint, "--cluster-id", cluster,
+                      "--session-ttl", str(TTL)) for i in range(3)]  # fmt: skip
+    for s in made:
+        s.start()
+    yield made
+    for s in made:
+        s.stop()
+
+
+def test_three_nodes_one_owner_failover_resign_and_rejoin(servers: list[CdcServer], tmp_path: Path) -> None:
+    owner = owner_of(servers)
+    others = [s for s in servers if s is not owner]
+    listed = json.loads(subprocess.run([CDC, "cli", "capture", "list", "--server", others[0].url],
+                                       capture_output=True, text=True, timeout=60, check=True).stdout)  # fmt: skip
+    assert len(listed) == 3 and [c["is-owner"] for c in listed].count(True) == 1, listed
+    assert {c["address"] for c in listed} == {f"127.0.0.1:{s.port}" for s in servers}
+    assert set(listed[0]) == {"id", "is-owner", "address", "cluster-id"}
+
+    # a non-owner forwards: the changefeed is created (and runs) on the owner, and every node shows it
+    r = others[0].cli("create", "-c", "cf-a", "--sink-uri", sink(tmp_path))
+    assert r.returncode == 0, r.stderr
+    for s in servers:
+        assert s.wait_state("cf-a", "normal")["id"] == "cf-a"
+    assert others[1].cli("pause", "-c", "cf-a").returncode == 0
+    owner.wait_state("cf-a", "stopped")
+    assert others[0].cli("resume", "-c", "cf-a", "--no-confirm").returncode == 0
+    checkpoint = owner.wait_state("cf-a", "normal")["checkpoint_ts"]
+
+    # kill -9 the owner: another node takes over within the session TTL and resumes the changefeed
+    owner.kill9()
+    killed_at = time.monotonic()
+    new_owner = owner_of(servers)
+    took = time.monotonic() - killed_at
+    assert new_owner is not owner and took <= TTL + 3, took
+    info = new_owner.wait_state("cf-a", "normal")
+    assert info["checkpoint_ts"] >= checkpoint
+    log = (new_owner.root / "server.log").read_text()
+    assert "is now the owner" in log and "resuming changefeed=cf-a" in log
+
+    # resign: ownership moves to the remaining node; the changefeed moves with it
+    survivor = next(s for s in servers if s.proc is not None and s is not new_owner)
+    assert httpx.post(survivor.url + "/api/v2/owner/resign", timeout=30).json() == {}  # forwarded to the owner
+    wait_owner(servers, survivor)
+    survivor.wait_state("cf-a", "normal")
+    assert "is no longer the owner" in (new_owner.root / "server.log").read_text()
+
+    # the killed node comes back as a capture, not as a second owner
+    owner.start()
+    wait_owner(servers, survivor)
+    assert len(owner.api("/captures")["items"]) == 3
+    assert owner.api("/changefeeds/cf-a")["state"] == "normal"  # forwarded
