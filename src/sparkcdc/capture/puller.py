@@ -20,6 +20,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import pymysql  # type: ignore[import-untyped]
@@ -93,15 +94,28 @@ class Puller:
     Raises UpstreamError when the upstream cannot be read (purged binlog: not retryable).
     """
 
-    def __init__(self, config: PullerConfig, start: StartPoint | None = None) -> None:
+    def __init__(
+        self,
+        config: PullerConfig,
+        start: StartPoint | None = None,
+        *,
+        reserved: dict[tuple[str, int], int] | None = None,
+        on_reserve: Callable[[str, int, int], None] | None = None,
+        on_start: Callable[[BinlogPosition], None] | None = None,
+    ) -> None:
+        """``reserved``: reservations made elsewhere (another server of a cluster) to apply as well as the relay
+        log's; ``on_reserve(file, pos, tso)`` makes a reservation durable there before it counts (raise to
+        refuse it); ``on_start`` is told where a fresh relay log starts, before anything is pulled."""
         self.config = config
         self.start = start or StartPoint.now()
+        self._on_reserve = on_reserve
+        self._on_start = on_start
         self.writer = RelayLogWriter(config.data_dir, config.segment_bytes)
         self.tracker = SchemaTracker(self.writer.db)
         self._stream = BinlogStream(config, lambda: f"{self.file or self.gtid_state}:{self.pos}")
         self._checksum = False
         self._events = 0
-        self._reserved = reservations(self.writer.db)
+        self._reserved = {**(reserved or {}), **reservations(self.writer.db)}
         self._skip_until = 0
         self._txn: _Txn | None = None
         self._first_pending = 0.0
@@ -202,6 +216,8 @@ class Puller:
         finally:
             conn.close()
         self.resolved_ts = self.last_tso
+        if self._on_start is not None:  # before the relay log exists: a failure here leaves it fresh for a retry
+            self._on_start(BinlogPosition(self.file, self.pos, self.gtid_state, self.last_tso))
         self.writer.flush(self._progress(), self.tracker.take_pending())
         log.info("puller starting at %s:%d gtid=%s last_tso=%d", self.file, self.pos, self.gtid_state, self.last_tso)
 
@@ -429,6 +445,8 @@ class Puller:
         now_ms = int((time.time() + self._stream.clock_offset) * 1000)
         candidate = tso.compose(now_ms)
         if candidate > self.last_tso:
+            if self._on_reserve is not None:
+                self._on_reserve(self.file, self.pos, candidate)
             self.last_tso = candidate
             self.resolved_ts = candidate
             self._reserved[(self.file, self.pos)] = candidate

@@ -38,6 +38,10 @@ Contract (the pipeline's runner must honour it):
     still (re)read (its own committed progress bounds that, and the server's stored checkpoint can lag).
     Afterwards ``oldest_retained_tso()`` is at least the bound applied, so older start-ts are refused. Quick;
     never raises for a failed deletion (logged; the next call retries).
+``activate()`` / ``suspend()``
+    This server became / stopped being the cluster's owner (``cdc server --pd``; a lone server is activated
+    once). ``activate`` comes before any ``start``; ``suspend`` after every changefeed was stopped: release
+    what only the owner may run (the capture of a shared upstream, ``SharedCaptureState``).
 ``close()``
     Server shutdown: stop everything, release sessions.
 
@@ -52,8 +56,26 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Protocol, runtime_checkable
 
+from sparkcdc.capture.position import BinlogPosition
 from sparkcdc.changefeed.info import ChangefeedInfo, RunningError
 from sparkcdc.changefeed.snapshot import SnapshotProgress
+
+
+class SharedCaptureState(Protocol):
+    """The capture's binlog-position <-> commit-ts state, kept where every server of a cluster reads it (etcd),
+    so that a server taking over the changefeeds captures the same upstream transactions with the same
+    commit-ts as the server before it (``sparkcdc.capture.puller``'s TSO rule is a pure function of the binlog
+    from an anchor, plus the heartbeat reservations after it).
+
+    ``anchor``: a transaction boundary (file, pos, GTID state, its commit-ts as ``last_tso``) at or below every
+    changefeed's checkpoint, None before the first capture. ``reserve`` must be durable before it returns (the
+    reservation then shows in resolved ts); both writes are fenced: they fail on a server no longer the owner.
+    """
+
+    def anchor(self) -> BinlogPosition | None: ...
+    def set_anchor(self, position: BinlogPosition) -> None: ...
+    def reservations(self) -> dict[tuple[str, int], int]: ...
+    def reserve(self, file: str, pos: int, tso: int) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -70,6 +92,9 @@ class RunnerContext:
     # file descriptors the runner's engine processes keep open while they live (the data-dir lock, so that a new
     # server waits until a killed server's Spark JVM, which outlives it for a moment, has exited)
     hold_fds: tuple[int, ...] = ()
+    # a cluster's shared capture state (cdc server --pd): the capture then runs only while this server is the
+    # owner (``ChangefeedRunner.activate``/``suspend``), from the shared anchor
+    shared_capture: SharedCaptureState | None = None
 
     def changefeed_dir(self, namespace: str, changefeed_id: str) -> Path:
         """Where a runner keeps private state of one changefeed (Spark checkpoints, …)."""
@@ -107,5 +132,9 @@ class ChangefeedRunner(Protocol):
     def oldest_retained_tso(self) -> int: ...
 
     def gc(self, safepoint_ts: int) -> None: ...
+
+    def activate(self) -> None: ...
+
+    def suspend(self) -> None: ...
 
     def close(self) -> None: ...

@@ -33,9 +33,10 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from sparkcdc.capture.position import BinlogPosition
 from sparkcdc.capture.upstream import open_upstream, parse_mysql_uri
 from sparkcdc.changefeed.info import ChangefeedInfo, RunningError
-from sparkcdc.changefeed.runner import ChangefeedRunner, RunnerContext, RunnerStatus
+from sparkcdc.changefeed.runner import ChangefeedRunner, RunnerContext, RunnerStatus, SharedCaptureState
 from sparkcdc.changefeed.snapshot import SnapshotProgress
 from sparkcdc.errors import SparkcdcError, UpstreamError
 from sparkcdc.pipeline.progress import read_progress
@@ -61,10 +62,12 @@ SNAPSHOT_LOG_SECONDS = 10.0
 class CaptureThread:
     """Runs the upstream's puller in the server process; restarts it after retryable failures."""
 
-    def __init__(self, upstream_uri: str, capture_dir: Path, segment_bytes: int = 256 << 20) -> None:
+    def __init__(self, upstream_uri: str, capture_dir: Path, segment_bytes: int = 256 << 20,
+                 shared: SharedCaptureState | None = None) -> None:  # fmt: skip
         self.args = parse_mysql_uri(upstream_uri)
         self.capture_dir = capture_dir
         self.segment_bytes = segment_bytes
+        self.shared = shared
         self.stop_event = threading.Event()
         self.error: SparkcdcError | None = None
         self.warning: SparkcdcError | None = None
@@ -103,14 +106,14 @@ class CaptureThread:
             relay.close()
 
     def _loop(self) -> None:
-        from sparkcdc.capture import Puller, PullerConfig, StartPoint
+        from sparkcdc.capture import PullerConfig
 
         backoff = 0.5
         while not self.stop_event.is_set():
             puller = None
             try:
                 config = PullerConfig(data_dir=str(self.capture_dir), segment_bytes=self.segment_bytes, **self.args)
-                puller = Puller(config, StartPoint.now())
+                puller = self._puller(config)
                 puller.run(self.stop_event)
                 self.warning = None
             except SparkcdcError as e:
@@ -132,6 +135,19 @@ class CaptureThread:
                         puller.close()
                     except Exception:
                         log.debug("closing the puller failed", exc_info=True)
+
+    def _puller(self, config: Any) -> Any:
+        """A puller from this server's relay log, or, in a cluster, from the shared anchor with the cluster's
+        reservations (a relay log already here continues where it is: the anchor only matters at first)."""
+        from sparkcdc.capture import Puller, StartPoint
+
+        if self.shared is None:
+            return Puller(config, StartPoint.now())
+        shared = self.shared
+        anchor = shared.anchor()
+        if anchor is None:  # the cluster's first capture: where it starts is the anchor
+            return Puller(config, StartPoint.now(), on_reserve=shared.reserve, on_start=shared.set_anchor)
+        return Puller(config, StartPoint.at(anchor), reserved=shared.reservations(), on_reserve=shared.reserve)
 
     def close(self) -> None:
         self.stop_event.set()
@@ -187,9 +203,47 @@ class SparkRunner:
             threading.Thread(target=self._build_session, daemon=True, name="spark-session").start()
         else:
             self._spark_ready.set()
-        if capture and ctx.upstream_uri:
-            self.capture = CaptureThread(ctx.upstream_uri, self.capture_dir, ctx.relay_segment_bytes)
-            self.bootstrap_ts = self.capture.start()
+        self._capture = capture and bool(ctx.upstream_uri)
+        if self._capture and ctx.shared_capture is None:
+            self._start_capture()
+
+    def _start_capture(self) -> None:
+        assert self.ctx.upstream_uri is not None
+        self.capture = CaptureThread(self.ctx.upstream_uri, self.capture_dir, self.ctx.relay_segment_bytes,
+                                     self.ctx.shared_capture)  # fmt: skip
+        self.bootstrap_ts = self.capture.start()
+
+    # -- cluster ownership ---------------------------------------------------------------------------
+    def activate(self) -> None:
+        """In a cluster, capture from the shared anchor: this server's relay log (if any) is from an earlier
+        ownership and may lack what the previous owner captured, so it is replaced. The first capture of a
+        cluster starts now and makes its start the anchor."""
+        shared = self.ctx.shared_capture
+        if shared is None or not self._capture or self.capture is not None:
+            return
+        shutil.rmtree(self.capture_dir, ignore_errors=True)
+        self.gc_ts = 0
+        self._start_capture()
+        log.info("capture started for the cluster at commit-ts %d", self.bootstrap_ts)
+
+    def suspend(self) -> None:
+        """Stop the cluster's capture here (the changefeeds are already stopped): the new owner captures."""
+        if self.ctx.shared_capture is None or self.capture is None:
+            return
+        self.capture.close()
+        self.capture = None
+        self.bootstrap_ts = 0
+
+    def _relay_anchor(self, at_or_below: int) -> BinlogPosition | None:
+        """The end of the relay log's last transaction at or below ``at_or_below``, with its commit-ts."""
+        from sparkcdc.capture import RelayLog
+
+        relay = RelayLog(self.capture_dir)
+        try:
+            txn = relay.position_after(at_or_below)
+        finally:
+            relay.close()
+        return BinlogPosition(txn.binlog_file, txn.binlog_pos, txn.gtid_state, txn.commit_ts) if txn else None
 
     # -- session -------------------------------------------------------------------------------------
     def _build_session(self) -> None:
@@ -411,6 +465,11 @@ class SparkRunner:
         bound = min([safepoint_ts, *floors])
         if bound <= self.gc_ts or self.capture is None:
             return
+        shared = self.ctx.shared_capture
+        if shared is not None:  # the anchor moves up first: a new owner never needs what is deleted next
+            anchor = self._relay_anchor(bound)
+            if anchor is not None:
+                shared.set_anchor(anchor)
         collect_relay(self.capture_dir, bound, safepoint_ts)
         self.gc_ts = bound
 

@@ -113,6 +113,7 @@ class ChangefeedManager:
         With ``poll`` the restarts happen on the poller thread, so the Open API answers while slow pipelines
         (a SparkSession takes seconds) come up; without it (tests) they happen before this returns.
         """
+        self.runner.activate()
         if not poll:
             self.resume_all()
             return
@@ -131,6 +132,7 @@ class ChangefeedManager:
             for namespace, cf in sorted(self._started):
                 log.info("changefeed=%s: stopped here (ownership moved)", cf)
                 self._stop_started(namespace, cf)
+            self.runner.suspend()
 
     def resume_all(self) -> None:
         """Start the runner of every stored changefeed in a running state (after a server restart)."""

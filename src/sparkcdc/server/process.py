@@ -18,6 +18,7 @@ from sparkcdc.changefeed.runner import RunnerContext
 from sparkcdc.errors import ConfigError, SparkcdcError
 from sparkcdc.masking import mask_uri
 from sparkcdc.server.api import create_app
+from sparkcdc.server.capture_state import EtcdCaptureState
 from sparkcdc.server.changefeed import ChangefeedManager
 from sparkcdc.server.cluster import EtcdMembership, Membership, SingleNode
 from sparkcdc.server.etcd_client import EtcdClient, parse_endpoints
@@ -257,10 +258,12 @@ def run_server(opts: ServerOptions) -> None:
     stop = StopSignals()
     stop.install()
     try:
+        shared = None
         if opts.pd:
             etcd = EtcdClient(parse_endpoints(opts.pd))
             cluster = EtcdMembership(etcd, opts.addr, cluster_id=opts.cluster_id, ttl=opts.session_ttl)
             store = EtcdStore(etcd, opts.cluster_id, fence=cluster.fence)
+            shared = EtcdCaptureState(etcd, opts.cluster_id, fence=cluster.fence)
         else:
             store = MetaStore(opts.data_dir)
         ctx = RunnerContext(
@@ -272,6 +275,7 @@ def run_server(opts: ServerOptions) -> None:
             tz=tz,
             relay_segment_bytes=opts.relay_segment_bytes,
             hold_fds=(lock_fd,),
+            shared_capture=shared,
         )
         runner = create_runner(opts.runner, ctx)
         manager = ChangefeedManager(

@@ -58,6 +58,12 @@ class NoopRunner:
     def gc(self, safepoint_ts: int) -> None:
         return None  # it keeps no upstream data
 
+    def activate(self) -> None:
+        """Nothing runs only on the owner here."""
+
+    def suspend(self) -> None:
+        """Nothing runs only on the owner here."""
+
     def close(self) -> None:
         with self._lock:
             self._running.clear()

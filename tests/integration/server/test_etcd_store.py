@@ -10,9 +10,11 @@ from typing import Any
 
 import pytest
 
+from sparkcdc.capture.position import BinlogPosition
 from sparkcdc.changefeed.config import ReplicaConfig
 from sparkcdc.changefeed.info import ChangefeedInfo, ChangefeedStatus, FeedState
 from sparkcdc.devtools.etcd import EtcdServer
+from sparkcdc.server.capture_state import EtcdCaptureState
 from sparkcdc.server.etcd_client import EtcdClient, created_at
 from sparkcdc.server.etcd_store import EtcdStore, NotOwner
 from sparkcdc.server.store import ChangefeedExists, ChangefeedNotFound, ChangefeedStore, MetaStore
@@ -80,4 +82,30 @@ def test_a_deposed_owner_cannot_write(etcd: EtcdServer) -> None:
         store.put_status("default", "cf", ChangefeedStatus(7, 7))
     assert "no longer the owner" in e.value.message
     assert store.get("default", "cf")[1] == ChangefeedStatus(6, 6)
+    client.close()
+
+
+def test_the_capture_state_keeps_the_anchor_and_the_reservations_after_it(etcd: EtcdServer) -> None:
+    client = EtcdClient([etcd.endpoint])
+    owner_key = f"/test/{uuid.uuid4().hex}/owner"
+    client.put(owner_key, "me")
+    kv = client.get(owner_key)
+    assert kv is not None
+    rev = kv.create_revision
+    state = EtcdCaptureState(client, f"test-{uuid.uuid4().hex[:8]}", lambda: [created_at(owner_key, rev)])
+    assert state.anchor() is None and state.reservations() == {}
+    state.set_anchor(BinlogPosition("bin.000002", 400, "0-1-7", 1000))
+    for file, pos, ts in (("bin.000001", 900, 900), ("bin.000002", 300, 950), ("bin.000002", 500, 1100),
+                          ("bin.000003", 4, 1200)):  # fmt: skip
+        state.reserve(file, pos, ts)
+    assert state.reservations()[("bin.000002", 500)] == 1100
+    state.set_anchor(BinlogPosition("bin.000002", 450, "0-1-8", 1050))
+    assert state.anchor() == BinlogPosition("bin.000002", 450, "0-1-8", 1050)
+    assert state.reservations() == {("bin.000002", 500): 1100, ("bin.000003", 4): 1200}  # those before it go
+    state.set_anchor(BinlogPosition("bin.000002", 420, "0-1-7", 1020))  # never back
+    assert state.anchor() is not None and state.anchor().last_tso == 1050  # type: ignore[union-attr]
+    client.delete(owner_key)
+    with pytest.raises(NotOwner):
+        state.reserve("bin.000003", 8, 1300)
+    assert ("bin.000003", 8) not in state.reservations()
     client.close()

@@ -54,6 +54,12 @@ class FakeRunner:
         self.gc_calls.append(safepoint_ts)
         self.oldest = max(self.oldest, safepoint_ts)
 
+    def activate(self) -> None:
+        """Nothing runs only on the owner here."""
+
+    def suspend(self) -> None:
+        """Nothing runs only on the owner here."""
+
     def close(self) -> None:
         self.closed = True
 
