@@ -79,8 +79,9 @@ def parse_tz(tz: str) -> str | None:
 
 # Libraries whose INFO lines are per-connection chatter, not lifecycle: py4j logs every closed connection, and
 # every failed call with its traceback (chained through each retry: thousands of lines when the JVM went away);
-# uvicorn repeats our start and stop lines; mysql-replication prints its settings at each (re)connect.
-_CHATTY = ("py4j", "uvicorn.error", "pymysqlreplication")
+# uvicorn repeats our start and stop lines; mysql-replication prints its settings at each (re)connect; httpx
+# logs every request (etcd's, several a second with --pd).
+_CHATTY = ("py4j", "uvicorn.error", "pymysqlreplication", "httpx", "httpcore")
 
 
 def setup_logging(log_file: Path | None, level: str) -> None:
