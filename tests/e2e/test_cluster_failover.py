@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import json
 import sqlite3
+import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable
@@ -158,3 +159,76 @@ def test_killing_the_owner_under_load_loses_nothing_and_keeps_commit_ts(
     after_gap = [p for p in both if tso.physical(in_a[p]) % 1000]  # not a binlog second: after a reservation
     assert after_gap, "no transaction took its commit-ts from a heartbeat's reservation"
     print(f"failover: new owner after {took:.1f}s, caught up {resumed:.1f}s after the kill")
+
+
+def test_etcd_gone_for_ten_seconds_the_owner_steps_down_and_the_cluster_recovers(
+    fresh_db: FreshDatabase, mariadb: MariaDB, etcd: EtcdServer, tmp_path: Path
+) -> None:
+    db = fresh_db
+    work = Workload(db, tables=2, ddl_every=10**9)
+    work.create()
+    cluster = tmp_path.name[-30:]
+    args = ("--pd", etcd.endpoint, "--cluster-id", cluster, "--session-ttl", str(TTL))
+    servers = [SparkServer(tmp_path / n, mariadb.port or 0, args=args) for n in ("a", "b")]
+    for s in servers:
+        s.root.mkdir()
+    sink = tmp_path / "sink"
+    sink_uri = f"file://{sink}?protocol=canal-json&enable-tidb-extension=true"
+    bg = Background(Bursts(work))
+    both_owners: list[float] = []
+    watching = threading.Event()
+
+    def watch_owners() -> None:  # no moment where two servers both say they are the owner
+        while not watching.is_set():
+            says = []
+            for s in servers:
+                try:
+                    says.append(httpx.get(s.url + "/api/v2/status", timeout=0.5).json().get("is_owner") is True)
+                except (httpx.HTTPError, ValueError):
+                    says.append(False)
+            if all(says):
+                both_owners.append(time.monotonic())
+            time.sleep(0.1)
+
+    watcher = threading.Thread(target=watch_owners, daemon=True)
+    try:
+        for s in servers:
+            s.start()
+        first_owner = owner(servers)
+        r = servers[1].cli("create", "-c", "ha", "--sink-uri", sink_uri)
+        assert r.returncode == 0, r.stderr
+        watch = CheckpointWatch(ExternalStorage.from_uri(sink_uri))
+        bg.thread.start()
+        watcher.start()
+        watch.wait(watch.wait(1, 120) + (3000 << 18), 120)
+        etcd.pause()
+        paused = time.monotonic()
+        try:
+            # the owner cannot reach etcd: it gives up ownership before its lease can have expired
+            wait_for(lambda: httpx.get(first_owner.url + "/api/v2/status", timeout=5).json()["is_owner"] is False,
+                     TTL, "the owner to step down")  # fmt: skip
+            time.sleep(max(0.0, 10 - (time.monotonic() - paused)))
+        finally:
+            etcd.resume()
+        back = owner(servers, timeout=60)
+        bg.stop.set()
+        bg.thread.join(60)
+        assert bg.error is None, bg.error
+        end = now_tso(db)
+        watch.wait(end, 240)
+        state = back.changefeed("ha")
+    finally:
+        watching.set()
+        bg.stop.set()
+        for s in servers:
+            s.stop()
+    assert not both_owners
+    assert state["state"] == "normal", state
+    assert watch.monotonic, watch.seen
+    log = (first_owner.root / "server.log").read_text()
+    assert "giving up ownership" in log
+    _, got = replay(sink_uri)
+    for name, rows in work.expected().items():
+        assert got.get(name, {}) == rows, name
+    twice = {k: v for k, v in commit_ts_by_change(sink).items() if len(v) > 1}
+    assert not twice, list(twice.items())[:5]

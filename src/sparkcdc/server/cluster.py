@@ -38,6 +38,12 @@ log = logging.getLogger(__name__)
 DEFAULT_TTL = 10  # seconds: TiCDC's capture session TTL
 
 
+def request_timeout(ttl: int) -> float:
+    """etcd request timeout for a session of ``ttl`` seconds: short enough that a capture cut off from etcd
+    notices and gives up ownership (after ttl/2) well before its lease expires."""
+    return max(0.5, min(5.0, ttl / 4))
+
+
 @dataclass(frozen=True)
 class CaptureInfo:
     id: str
@@ -99,6 +105,7 @@ class EtcdMembership:
         self.on_owner = on_owner or (lambda _owner: None)
         self.meta = f"{CDC_ROOT}/{cluster_id}/{META}"
         self._lease = 0
+        self._refreshed = time.monotonic()
         self._owner_key = ""
         self._owner_rev = 0
         self._owner: CaptureInfo | None = None
@@ -135,6 +142,7 @@ class EtcdMembership:
         self.client.put(f"{self.meta}/capture/{self.capture_id}", json.dumps(info), lease)
         with self._lock:
             self._lease = lease
+            self._refreshed = time.monotonic()
             self._owner_key = f"{self.meta}/owner/{lease:x}"
         self._campaign()
         log.info("capture %s registered at %s (lease %x, ttl %ds)", self.capture_id, self.address, lease, self.ttl)
@@ -145,8 +153,7 @@ class EtcdMembership:
         self._owner_rev = kv.create_revision if kv else 0
 
     def _loop(self) -> None:
-        period = max(0.2, min(1.0, self.ttl / 3))
-        refreshed = time.monotonic()
+        period = max(0.2, min(1.0, self.ttl / 4))
         while not self._stop.wait(period):
             try:
                 if self.client.keepalive(self._lease) <= 0:
@@ -154,15 +161,20 @@ class EtcdMembership:
                                 self.capture_id)  # fmt: skip
                     self._set_owner(False)
                     self._register()
-                refreshed = time.monotonic()
+                self._refreshed = time.monotonic()
                 self.tick()
             except SparkcdcError as e:
                 log.warning("capture %s: etcd: %s", self.capture_id, e)
-                if self._is_owner and time.monotonic() - refreshed > self.ttl * 2 / 3:
-                    # etcd may already have let the lease go and elected another owner: stop before it starts
-                    log.warning("capture %s: etcd unreachable for %.0fs; giving up ownership", self.capture_id,
-                                time.monotonic() - refreshed)  # fmt: skip
+                if self._is_owner and self._cut_off():
+                    # etcd may let the lease go and elect another owner: stop before it can start
+                    log.warning("capture %s: etcd unreachable for %.1fs; giving up ownership", self.capture_id,
+                                time.monotonic() - self._refreshed)  # fmt: skip
                     self._set_owner(False)
+
+    def _cut_off(self) -> bool:
+        """No session refresh for half the TTL: the lease may expire before the next one gets through (requests
+        time out after a quarter of the TTL, see ``request_timeout``)."""
+        return time.monotonic() - self._refreshed >= self.ttl / 2
 
     def tick(self) -> None:
         """Read who is the owner and which captures are alive; act on a change of this capture's ownership."""
@@ -183,7 +195,7 @@ class EtcdMembership:
 
     # -- queries -----------------------------------------------------------------------------------------
     def is_owner(self) -> bool:
-        return self._is_owner
+        return self._is_owner and not self._cut_off()
 
     def owner(self) -> CaptureInfo | None:
         """The owner as last seen (at most a second old)."""

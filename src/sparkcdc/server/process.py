@@ -20,7 +20,7 @@ from sparkcdc.masking import mask_uri
 from sparkcdc.server.api import create_app
 from sparkcdc.server.capture_state import EtcdCaptureState
 from sparkcdc.server.changefeed import ChangefeedManager
-from sparkcdc.server.cluster import EtcdMembership, Membership, SingleNode
+from sparkcdc.server.cluster import EtcdMembership, Membership, SingleNode, request_timeout
 from sparkcdc.server.etcd_client import EtcdClient, parse_endpoints
 from sparkcdc.server.etcd_store import EtcdStore
 from sparkcdc.server.gc import GcPolicy
@@ -261,7 +261,7 @@ def run_server(opts: ServerOptions) -> None:
     try:
         shared = None
         if opts.pd:
-            etcd = EtcdClient(parse_endpoints(opts.pd))
+            etcd = EtcdClient(parse_endpoints(opts.pd), timeout=request_timeout(opts.session_ttl))
             cluster = EtcdMembership(etcd, opts.addr, cluster_id=opts.cluster_id, ttl=opts.session_ttl)
             store = EtcdStore(etcd, opts.cluster_id, fence=cluster.fence)
             shared = EtcdCaptureState(etcd, opts.cluster_id, fence=cluster.fence)
