@@ -72,8 +72,8 @@ class Bursts:
 
     def step(self, i: int) -> None:
         self.work.step(i)
-        if i % 25 == 24:
-            time.sleep(1.5)
+        if i % 10 == 9:
+            time.sleep(2.0)
 
 
 def relay_commits(root: Path) -> dict[tuple[str, int], int]:
@@ -122,8 +122,13 @@ def test_killing_the_owner_under_load_loses_nothing_and_keeps_commit_ts(
         initial = state_of_capture.anchor()
         assert initial is not None
         wait_for(lambda: state_of_capture.anchor() != initial, 120, "the relay GC to move the anchor up")
-        anchor = state_of_capture.anchor()
+        moved = state_of_capture.anchor()
+        assert moved is not None
+        # kill once a transaction after a heartbeat's reservation is captured past the anchor: b must redo it
+        wait_for(lambda: any(ts > moved.last_tso and tso.physical(ts) % 1000 for ts in relay_commits(a.root).values()),
+                 60, "a transaction after a reservation")  # fmt: skip
         a.kill()
+        anchor = state_of_capture.anchor()
         killed = time.monotonic()
         assert owner([a, b]) is b
         took = time.monotonic() - killed

@@ -21,6 +21,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from pathlib import Path
 from typing import Any
 
 import pymysql  # type: ignore[import-untyped]
@@ -39,12 +40,16 @@ from sparkcdc.capture.relay_log import (
 from sparkcdc.capture.schema_history import SchemaTracker
 from sparkcdc.capture.table_map import TableMap, parse_table_map
 from sparkcdc.errors import ConfigError, UpstreamError
+from sparkcdc.local_file import write_atomic
 from sparkcdc.model import tso
 
 log = logging.getLogger(__name__)
 
 __all__ = ["Puller", "PullerConfig", "next_commit_ts"]
 
+
+
+BOOTSTRAP_FILE = "bootstrap_ts"
 
 
 def next_commit_ts(event_seconds: int, last_tso: int) -> int:
@@ -218,6 +223,10 @@ class Puller:
         self.resolved_ts = self.last_tso
         if self._on_start is not None:  # before the relay log exists: a failure here leaves it fresh for a retry
             self._on_start(BinlogPosition(self.file, self.pos, self.gtid_state, self.last_tso))
+        # the oldest commit-ts a changefeed can start after, written before the relay log exists (a crash in
+        # between starts afresh and writes it again)
+        write_atomic(Path(self.config.data_dir) / BOOTSTRAP_FILE, str(self.last_tso).encode(),
+                     what="the relay log's start")  # fmt: skip
         self.writer.flush(self._progress(), self.tracker.take_pending())
         log.info("puller starting at %s:%d gtid=%s last_tso=%d", self.file, self.pos, self.gtid_state, self.last_tso)
 

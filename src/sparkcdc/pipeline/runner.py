@@ -34,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from sparkcdc.capture.position import BinlogPosition
+from sparkcdc.capture.puller import BOOTSTRAP_FILE
 from sparkcdc.capture.upstream import open_upstream, parse_mysql_uri
 from sparkcdc.changefeed.info import ChangefeedInfo, RunningError
 from sparkcdc.changefeed.runner import ChangefeedRunner, RunnerContext, RunnerStatus, SharedCaptureState
@@ -77,7 +78,7 @@ class CaptureThread:
         """Start pulling; wait until the relay log exists. Returns the relay log's bootstrap ts (the oldest
         commit-ts a changefeed can start after). Raises UpstreamError when capture cannot start."""
         self.thread.start()
-        marker = self.capture_dir / "bootstrap_ts"
+        marker = self.capture_dir / BOOTSTRAP_FILE
         deadline = time.monotonic() + timeout
         while True:
             if self.error is not None:
@@ -88,7 +89,7 @@ class CaptureThread:
             if time.monotonic() > deadline:
                 raise UpstreamError(f"capture did not start within {timeout:.0f}s; check --upstream", retryable=True)
             self.stop_event.wait(0.05)
-        if not marker.exists():
+        if not marker.exists():  # a relay log from before the puller wrote it: its first resolved ts is close
             marker.write_text(str(resolved))
         return int(marker.read_text())
 
