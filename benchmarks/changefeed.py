@@ -1,6 +1,7 @@
 """End-to-end changefeed benchmark: private MariaDB -> puller -> Spark query -> file:// storage sink.
 
     .venv/bin/python benchmarks/changefeed.py [--rows 1000000] [--tables 10] [--txn-rows 1000] [--rounds 3]
+                                              [--cluster]
 
 Reports, in one run (generated input, same machine, same workload shape for each configuration):
 
@@ -22,7 +23,10 @@ Reports, in one run (generated input, same machine, same workload shape for each
   p50/p99, with the trigger at flush-interval (2 s, TiCDC's minimum); also to the upstream clock's TSO right
   after COMMIT, an upper bound that adds the binlog's whole-second time resolution;
 * the CPU an idle changefeed costs (``--idle-seconds``, 0 skips it), in cores;
-* peak RSS of the whole process tree (this Python driver + Spark JVM + Python workers).
+* peak RSS of the whole process tree (this Python driver + Spark JVM + Python workers);
+* with ``--cluster``: the throughput on a Spark standalone cluster started for the run (a master and two
+  workers of one core each, ``sparkcdc.devtools.spark_cluster``) instead of local masters: the query with one
+  executor core (``spark.cores.max=1``: one worker) and with two (both workers), and the ratio 2 workers / 1.
 
 The puller runs as a thread of this process, as in ``cdc server``.
 """
@@ -44,6 +48,7 @@ from typing import Any
 
 from sparkcdc.capture import Puller, PullerConfig, RelayLog
 from sparkcdc.devtools.mariadb import MariaDB
+from sparkcdc.devtools.spark_cluster import SparkCluster
 from sparkcdc.model import tso
 from sparkcdc.pipeline.progress import read_progress
 from sparkcdc.pipeline.query import build_session, start_query, stop_between_batches
@@ -294,10 +299,10 @@ class Bench:
         finally:
             log.close()
 
-    def throughput(self, master: str, round_no: int) -> tuple[float, float]:
-        """(live, catch-up) rows/s with ``master``, in one session."""
-        name = f"r{round_no}_" + master.replace("[", "").replace("]", "").replace("*", "all")
-        spark = build_session(master, "sparkcdc-bench")
+    def throughput(self, master: str, round_no: int, conf: dict[str, str] | None = None) -> tuple[float, float]:
+        """(live, catch-up) rows/s with ``master`` (and session settings ``conf``), in one session."""
+        name = f"r{round_no}_" + "".join(ch for ch in master + "".join((conf or {}).values()) if ch.isalnum())[-24:]
+        spark = build_session(master, "sparkcdc-bench", extra=conf)
         try:
             return self.live(spark, f"live_{name}"), self.catch_up(spark, f"backlog_{name}")
         finally:
@@ -389,36 +394,48 @@ def main() -> int:
     ap.add_argument("--skip-latency", action="store_true")
     ap.add_argument("--idle-warmup", type=float, default=60.0)
     ap.add_argument("--idle-seconds", type=float, default=30.0)
+    ap.add_argument("--cluster", action="store_true", help="compare 1 and 2 workers of a standalone cluster")
     args = ap.parse_args()
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     rss = RssSampler()
     with tempfile.TemporaryDirectory(prefix="sparkcdc-bench-") as tmp:
         bench = Bench(Path(tmp), args)
+        cluster = SparkCluster(Path(tmp) / "spark", workers=2, cores=1).start() if args.cluster else None
         try:
-            runs: dict[str, list[tuple[float, float]]] = {"local[1]": [], "local[2]": []}
+            if cluster is not None:
+                one_exec = {"spark.cores.max": "1", "spark.executor.memory": "1g"}
+                two_exec = {"spark.cores.max": "2", "spark.executor.memory": "1g"}
+                masters = {"1 worker": (cluster.url, one_exec), "2 workers": (cluster.url, two_exec)}
+            else:
+                masters = {"local[1]": ("local[1]", {}), "local[2]": ("local[2]", {})}
+            runs: dict[str, list[tuple[float, float]]] = {label: [] for label in masters}
             for r in range(args.rounds):
-                for master, results in runs.items():
-                    results.append(bench.throughput(master, r))
-                    print(f"round {r + 1} {master}: live {results[-1][0]:,.0f} rows/s, catch-up "
+                for label, results in runs.items():
+                    master, conf = masters[label]
+                    results.append(bench.throughput(master, r, conf))
+                    print(f"round {r + 1} {label}: live {results[-1][0]:,.0f} rows/s, catch-up "
                           f"{results[-1][1]:,.0f} rows/s", flush=True)  # fmt: skip
             print(f"{args.rows} rows, {args.tables} tables, {args.txn_rows} rows/txn; median of {args.rounds} rounds")
             modes = ("live (upstream loading on the same cores)", "catch-up (backlog, upstream idle)")
+            low, high = runs
             for i, what in enumerate(modes):
                 one, two = (statistics.median(v[i] for v in results) for results in runs.values())
-                print(f"{what}: local[1] {one:,.0f} rows/s, local[2] {two:,.0f} rows/s, ratio local[2]/local[1] "
+                print(f"{what}: {low} {one:,.0f} rows/s, {high} {two:,.0f} rows/s, ratio {high}/{low} "
                       f"{two / one:.2f}", flush=True)  # fmt: skip
-            if not args.skip_latency:
+            if cluster is None and not args.skip_latency:
                 (p50, p99), (b50, b99), count = bench.latency("local[2]")
                 print(f"latency commit -> checkpoint covers the txn's commit-ts (local[2], flush-interval 2s, "
                       f"{args.latency_tps:g} txn/s, {count} txns): p50 {p50:.2f}s p99 {p99:.2f}s; "
                       f"to the upstream clock after COMMIT (upper bound): p50 {b50:.2f}s p99 {b99:.2f}s",
                       flush=True)  # fmt: skip
-            if args.idle_seconds > 0:
+            if cluster is None and args.idle_seconds > 0:
                 print(f"idle changefeed (local[2], flush-interval 2s, {args.idle_seconds:g}s after "
                       f"{args.idle_warmup:g}s of warm-up): {bench.idle('local[2]'):.2f} cores", flush=True)  # fmt: skip
         finally:
             bench.close()
+            if cluster is not None:
+                cluster.stop()
     print(f"peak RSS (driver + JVM + Python workers): {rss.close() / 2**20:,.0f} MiB")
     return 0
 

@@ -10,8 +10,6 @@ One member on 127.0.0.1, client and peer ports free unless given, data under ``-
 
 from __future__ import annotations
 
-import argparse
-import json
 import shutil
 import sys
 from typing import Any
@@ -19,8 +17,8 @@ from typing import Any
 import httpx
 
 from sparkcdc.devtools.mariadb import free_port
-from sparkcdc.devtools.private_server import PrivateServer
-from sparkcdc.errors import ConfigError, SparkcdcError
+from sparkcdc.devtools.private_server import PrivateServer, server_main
+from sparkcdc.errors import ConfigError
 
 
 def etcd_binary() -> str:
@@ -43,11 +41,6 @@ class EtcdServer(PrivateServer):
         if self.port is None:
             raise ConfigError(f"etcd under {self.dir} is not started")
         return f"http://127.0.0.1:{self.port}"
-
-    def start(self, timeout: float = 30.0) -> EtcdServer:
-        """Start etcd (or adopt the one running under the directory). Raises ConfigError, SparkcdcError."""
-        self._start(timeout)
-        return self
 
     def command(self) -> list[str]:
         self.peer_port = self.peer_port or free_port()
@@ -75,33 +68,9 @@ class EtcdServer(PrivateServer):
     def restore(self, state: dict[str, Any]) -> None:
         self.port, self.peer_port = int(state["port"]), int(state["peer_port"])
 
-    def __enter__(self) -> EtcdServer:
-        return self.start()
-
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m sparkcdc.devtools.etcd", description=__doc__.split("\n")[0])
-    sub = parser.add_subparsers(dest="cmd", required=True)
-    p_start = sub.add_parser("start", help="start a private etcd on 127.0.0.1")
-    p_start.add_argument("--dir", required=True, help="directory holding its data, pid file and log")
-    p_start.add_argument("--port", type=int, default=None, help="client port on 127.0.0.1 (default: a free one)")
-    for name, text in (("status", "print whether etcd runs under --dir (exit 1 when not)"), ("stop", "stop it")):
-        sub.add_parser(name, help=text).add_argument("--dir", required=True, help="directory given to start")
-    args = parser.parse_args(argv)
-    try:
-        if args.cmd == "start":
-            server = EtcdServer(args.dir, args.port).start()
-            print(json.dumps({"endpoint": server.endpoint, "dir": str(server.dir), "log": str(server.log_file)}))
-        elif args.cmd == "status":
-            state = EtcdServer(args.dir).status()
-            print(json.dumps(state))
-            return 0 if state["running"] else 1
-        else:
-            EtcdServer(args.dir).stop()
-    except SparkcdcError as e:
-        print(f"Error: {e}", file=sys.stderr)
-        return 1
-    return 0
+    return server_main(argv, "python -m sparkcdc.devtools.etcd", __doc__ or "", EtcdServer)
 
 
 if __name__ == "__main__":

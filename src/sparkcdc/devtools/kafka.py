@@ -20,8 +20,6 @@ DeleteRecords drops the connection.
 
 from __future__ import annotations
 
-import argparse
-import json
 import logging
 import os
 import socket
@@ -31,7 +29,7 @@ import time
 from pathlib import Path
 
 from sparkcdc.codec.base import Message
-from sparkcdc.devtools.private_server import PrivateServer
+from sparkcdc.devtools.private_server import PrivateServer, server_main
 from sparkcdc.errors import ConfigError, SparkcdcError
 
 log = logging.getLogger(__name__)
@@ -100,14 +98,6 @@ class KafkaBroker(PrivateServer):
             raise ConfigError(f"Kafka broker under {self.dir} is not started")
         return f"127.0.0.1:{self.port}"
 
-    def start(self, timeout: float = 30.0) -> KafkaBroker:
-        """Start the broker (or adopt the one already running under the directory); returns when it answers.
-        Raises ConfigError when tansu is not installed or the port is not usable, SparkcdcError when the broker
-        does not come up (the log's tail is in the message).
-        """
-        self._start(timeout)
-        return self
-
     def command(self) -> list[str]:
         url = f"tcp://127.0.0.1:{self.port}"
         return [tansu_binary(), "broker", "--listener-url", url, "--advertised-listener-url", url,
@@ -122,9 +112,6 @@ class KafkaBroker(PrivateServer):
 
     def address(self) -> dict[str, object]:
         return {"bootstrap": self.bootstrap}
-
-    def __enter__(self) -> KafkaBroker:
-        return self.start()
 
 
 Partitions = dict[int, list[Message]]
@@ -176,30 +163,7 @@ def read_topic(bootstrap: str, topic: str, timeout: float = 60.0, idle: float = 
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m sparkcdc.devtools.kafka", description=__doc__.split("\n")[0])
-    sub = parser.add_subparsers(dest="cmd", required=True)
-    p_start = sub.add_parser("start", help="start a private Kafka broker (tansu) on 127.0.0.1")
-    p_start.add_argument("--dir", required=True, help="directory holding the pid file, state and log")
-    p_start.add_argument("--port", type=int, default=None, help="TCP port on 127.0.0.1 (default: a free one)")
-    p_status = sub.add_parser("status", help="print whether the broker under --dir runs (exit 1 when it does not)")
-    p_status.add_argument("--dir", required=True, help="directory given to start")
-    p_stop = sub.add_parser("stop", help="stop the broker under --dir")
-    p_stop.add_argument("--dir", required=True, help="directory given to start")
-    args = parser.parse_args(argv)
-    try:
-        if args.cmd == "start":
-            broker = KafkaBroker(args.dir, args.port).start()
-            print(json.dumps({"bootstrap": broker.bootstrap, "dir": str(broker.dir), "log": str(broker.log_file)}))
-        elif args.cmd == "status":
-            state = KafkaBroker(args.dir).status()
-            print(json.dumps(state))
-            return 0 if state["running"] else 1
-        else:
-            KafkaBroker(args.dir).stop()
-    except SparkcdcError as e:
-        print(f"Error: {e}", file=sys.stderr)
-        return 1
-    return 0
+    return server_main(argv, "python -m sparkcdc.devtools.kafka", __doc__ or "", KafkaBroker)
 
 
 if __name__ == "__main__":

@@ -8,15 +8,18 @@ once it answers; ``stop`` stops it by its pid (SIGTERM, then SIGKILL), also when
 
 from __future__ import annotations
 
+import argparse
 import json
 import logging
 import os
 import signal
 import subprocess
+import sys
 import time
+from collections.abc import Callable
 from pathlib import Path
 from types import TracebackType
-from typing import Any
+from typing import Any, Self
 
 from sparkcdc.devtools.mariadb import free_port
 from sparkcdc.errors import ConfigError, SparkcdcError
@@ -67,6 +70,13 @@ class PrivateServer:
     @property
     def log_file(self) -> Path:
         return self.dir / self.log_name
+
+    def start(self, timeout: float = 30.0) -> Self:
+        """Start the server (or adopt the one already running under the directory); returns once it answers.
+        Raises ConfigError when its program is missing or the port is not usable, SparkcdcError when it does not
+        come up (the log's tail is in the message)."""
+        self._start(timeout)
+        return self
 
     def _start(self, timeout: float) -> None:
         self.dir.mkdir(parents=True, exist_ok=True)
@@ -165,5 +175,35 @@ class PrivateServer:
         except (OSError, IndexError):
             return True
 
+    def __enter__(self) -> Self:
+        return self.start()
+
     def __exit__(self, et: type[BaseException] | None, ev: BaseException | None, tb: TracebackType | None) -> None:
         self.stop()
+
+
+def server_main(argv: list[str] | None, prog: str, doc: str, make: Callable[[str, int | None], PrivateServer]) -> int:
+    """``start --dir D [--port N]`` (prints the address as JSON), ``status --dir D`` (exit 1 when not running)
+    and ``stop --dir D`` for the server ``make(dir, port)`` builds."""
+    parser = argparse.ArgumentParser(prog=prog, description=doc.split("\n")[0])
+    sub = parser.add_subparsers(dest="cmd", required=True)
+    p_start = sub.add_parser("start", help="start it on 127.0.0.1")
+    p_start.add_argument("--dir", required=True, help="directory holding its data, pid file and log")
+    p_start.add_argument("--port", type=int, default=None, help="port on 127.0.0.1 (default: a free one)")
+    for name, text in (("status", "print whether it runs under --dir (exit 1 when not)"), ("stop", "stop it")):
+        sub.add_parser(name, help=text).add_argument("--dir", required=True, help="directory given to start")
+    args = parser.parse_args(argv)
+    try:
+        if args.cmd == "start":
+            server = make(args.dir, args.port).start()
+            print(json.dumps({**server.address(), "dir": str(server.dir), "log": str(server.log_file)}))
+        elif args.cmd == "status":
+            state = make(args.dir, None).status()
+            print(json.dumps(state))
+            return 0 if state["running"] else 1
+        else:
+            make(args.dir, None).stop()
+    except SparkcdcError as e:
+        print(f"Error: {e}", file=sys.stderr)
+        return 1
+    return 0

@@ -107,10 +107,10 @@ class SparkCluster:
 
     def start(self, timeout: float = 90.0) -> SparkCluster:
         """Start the master, then the workers; returns once every worker registered. Raises SparkcdcError."""
-        self.master._start(timeout)
+        self.master.start(timeout)
         for w in self.workers:
             w.master = self.master.url
-            w._start(timeout)
+            w.start(timeout)
         return self
 
     def stop(self) -> None:

@@ -103,6 +103,17 @@ def copied(spec: FeedSpec, chunks: int | None = None) -> bool:
     return progress.complete if chunks is None else len(progress.chunks_done) >= chunks
 
 
+def wait_checkpoint(query: Any, spec: FeedSpec, end: int) -> None:
+    """Wait until the query's published checkpoint reaches ``end`` (failing on a query error)."""
+
+    def caught_up() -> bool:
+        assert query.exception() is None, query.exception()
+        progress = read_progress(spec.progress_path)
+        return progress is not None and progress.checkpoint_ts >= end
+
+    wait_for(caught_up, 180, "checkpoint to pass the workload")
+
+
 def checkpoint_of(sink: Path) -> int:
     path = sink / "metadata"
     return int(json.loads(path.read_bytes())["checkpoint-ts"]) if path.exists() else 0
@@ -177,13 +188,7 @@ def test_snapshot_into_kafka_sends_every_row_once_then_the_stream(
         writer.join(60)
         db.execute("UPDATE big SET v = 'streamed' WHERE id <= 10", "DELETE FROM comp WHERE id = 5")
         end = puller_thread.caught_up()
-
-        def caught_up() -> bool:
-            assert query.exception() is None, query.exception()
-            progress = read_progress(spec.progress_path)
-            return progress is not None and progress.checkpoint_ts >= end
-
-        wait_for(caught_up, 180, "checkpoint to pass the workload")
+        wait_checkpoint(query, spec, end)
     finally:
         stop.set()
         query.stop()
@@ -226,14 +231,7 @@ def test_snapshot_into_the_mysql_sink_applies_every_chunk_then_the_stream(
     try:
         wait_for(lambda: copied(spec), 180, "snapshot to complete")
         db.execute("UPDATE big SET v = 'streamed' WHERE id <= 10", "DELETE FROM comp WHERE id = 5")
-        end = puller_thread.caught_up()
-
-        def caught_up() -> bool:
-            assert query.exception() is None, query.exception()
-            progress = read_progress(spec.progress_path)
-            return progress is not None and progress.checkpoint_ts >= end
-
-        wait_for(caught_up, 180, "checkpoint to pass the workload")
+        wait_checkpoint(query, spec, puller_thread.caught_up())
     finally:
         query.stop()
     for t in TABLES:
