@@ -103,6 +103,23 @@ def copied(spec: FeedSpec, chunks: int | None = None) -> bool:
     return progress.complete if chunks is None else len(progress.chunks_done) >= chunks
 
 
+def copy_under_churn(spark: Any, db: FreshDatabase, rows: int, spec: FeedSpec) -> Any:
+    """Start the changefeed's query with ``churn`` writing until the copy is complete; the running query."""
+    stop = threading.Event()
+    writer = threading.Thread(target=churn, args=(db, rows, stop), daemon=True)
+    query = start_query(spark, spec, trigger_seconds=0.5)
+    try:
+        writer.start()
+        wait_for(lambda: copied(spec), 180, "snapshot to complete")
+    except BaseException:
+        query.stop()
+        raise
+    finally:
+        stop.set()
+        writer.join(60)
+    return query
+
+
 def wait_checkpoint(query: Any, spec: FeedSpec, end: int) -> None:
     """Wait until the query's published checkpoint reaches ``end`` (failing on a query error)."""
 
@@ -127,14 +144,8 @@ def test_snapshot_under_concurrent_writes_then_stream_equals_upstream(
     create_and_fill(db, rows)
     start = puller_thread.caught_up()
     spec = make_spec(db, puller_thread, tmp_path, start, force_replicate=True)
-    stop = threading.Event()
-    writer = threading.Thread(target=churn, args=(db, rows, stop), daemon=True)
-    query = start_query(spark, spec, trigger_seconds=0.5)
+    query = copy_under_churn(spark, db, rows, spec)
     try:
-        writer.start()
-        wait_for(lambda: copied(spec), 180, "snapshot to complete")
-        stop.set()
-        writer.join(60)
         db.execute("INSERT INTO big VALUES (999999, 'after', NULL, NULL)", "DELETE FROM small WHERE id = 2")
         end = puller_thread.caught_up()
         sink = tmp_path / "sink"
@@ -145,7 +156,6 @@ def test_snapshot_under_concurrent_writes_then_stream_equals_upstream(
 
         wait_for(caught_up, 180, "checkpoint to pass the workload")
     finally:
-        stop.set()
         query.stop()
     checkpoint, got = replay(spec.sink_uri)
     want = expected(db, [*TABLES, "nokey"])  # a table without a key is copied whole with force-replicate
@@ -178,19 +188,12 @@ def test_snapshot_into_kafka_sends_every_row_once_then_the_stream(
     spec = replace(make_spec(db, puller_thread, tmp_path, start),
                    sink_uri=f"kafka://{kafka_broker.bootstrap}/{topic}?protocol=canal-json&enable-tidb-extension=true"
                             "&partition-num=3")  # fmt: skip
-    stop = threading.Event()
-    writer = threading.Thread(target=churn, args=(db, rows, stop), daemon=True)
-    query = start_query(spark, spec, trigger_seconds=0.5)
+    query = copy_under_churn(spark, db, rows, spec)
     try:
-        writer.start()
-        wait_for(lambda: copied(spec), 180, "snapshot to complete")
-        stop.set()
-        writer.join(60)
         db.execute("UPDATE big SET v = 'streamed' WHERE id <= 10", "DELETE FROM comp WHERE id = 5")
         end = puller_thread.caught_up()
         wait_checkpoint(query, spec, end)
     finally:
-        stop.set()
         query.stop()
     decoder = CanalJsonMessageDecoder(CanalJsonConfig(enable_tidb_extension=True))
     got: dict[str, dict[Any, dict[str, Any]]] = {}
