@@ -102,5 +102,18 @@ def test_three_nodes_one_owner_failover_resign_and_rejoin(servers: list[CdcServe
     # the killed node comes back as a capture, not as a second owner
     owner.start()
     wait_owner(servers, survivor)
+    # drain (TiCDC's API, asked of any node): a non-owner has nothing to move; the owner hands everything on
+    ids = {c["address"]: c["id"] for c in survivor.api("/captures")["items"]}
+    idle = httpx.post(f"{owner.url}/api/v2/captures/{ids[f'127.0.0.1:{owner.port}']}/drain", timeout=30)
+    assert idle.json() == {"current_table_count": 0}, idle.text
+    drained = httpx.post(f"{owner.url}/api/v2/captures/{ids[f'127.0.0.1:{survivor.port}']}/drain", timeout=30)
+    assert drained.json() == {"current_table_count": 1}, drained.text
+    new = owner_of(servers)
+    deadline = time.monotonic() + 10
+    while new is survivor and time.monotonic() < deadline:
+        time.sleep(0.1)
+        new = owner_of(servers)
+    assert new is not survivor
+    new.wait_state("cf-a", "normal")
     assert len(owner.api("/captures")["items"]) == 3
     assert owner.api("/changefeeds/cf-a")["state"] == "normal"  # forwarded

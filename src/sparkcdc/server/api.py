@@ -104,7 +104,9 @@ def create_app(manager: ChangefeedManager, membership: Membership | None = None)
 
     @app.middleware("http")
     async def _to_owner(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
-        if cluster.is_owner() or not request.url.path.startswith(_OWNER_PATHS):
+        path = request.url.path
+        owners = path.startswith(_OWNER_PATHS) or (request.method == "POST" and path.startswith("/api/v2/captures/"))
+        if cluster.is_owner() or not owners:
             return await call_next(request)
         owner = cluster.owner()
         if owner is None or request.headers.get(_FORWARDED):
@@ -156,6 +158,22 @@ def create_app(manager: ChangefeedManager, membership: Membership | None = None)
     def captures() -> dict[str, Any]:
         items = [c.to_api() for c in cluster.captures()]
         return {"total": len(items), "items": items}
+
+    @app.post("/api/v2/captures/{capture_id}/drain")
+    def drain(capture_id: str) -> dict[str, Any]:
+        """TiCDC's drain: move the capture's work elsewhere; ``current_table_count`` is what it still has. Here
+        the owner runs every changefeed, so draining the owner hands ownership (and them) to another capture."""
+        captures = {c.id: c for c in cluster.captures()}
+        if capture_id not in captures:
+            raise ConfigError(f"capture {capture_id} does not exist", code="CDC:ErrCaptureNotExist")
+        if not captures[capture_id].is_owner:
+            return {"current_table_count": 0}
+        if len(captures) == 1:
+            raise ConfigError("cannot drain the only capture of the cluster; start another cdc server first",
+                              code="CDC:ErrSchedulerRequestFailed")  # fmt: skip
+        running = sum(1 for info, _ in manager.list(None) if info.state.value in ("normal", "warning", "pending"))
+        cluster.resign()
+        return {"current_table_count": running}
 
     @app.post("/api/v2/owner/resign")
     def resign() -> dict[str, Any]:

@@ -66,6 +66,10 @@ def test_health_status_tso(client: ASGIClient) -> None:
     assert client.get("/api/v2/captures").json() == {
         "total": 1, "items": [{"id": "cap-1", "is_owner": True, "address": "127.0.0.1:8300", "cluster_id": "default"}]}
     assert client.post("/api/v2/owner/resign").json() == {}
+    only = client.post("/api/v2/captures/cap-1/drain")
+    assert only.status_code == 400 and only.json()["error_code"] == "CDC:ErrSchedulerRequestFailed"
+    unknown = client.post("/api/v2/captures/nope/drain")
+    assert unknown.status_code == 400 and unknown.json()["error_code"] == "CDC:ErrCaptureNotExist"
     assert client.get("/api/v2/status").json()["is_owner"] is True
     t = client.post("/api/v2/tso").json()
     assert (t["timestamp"] << 18) | t["logic_time"] == NOW
