@@ -148,7 +148,7 @@ def create_app(manager: ChangefeedManager, membership: Membership | None = None)
             "version": __version__,
             "git_hash": "",
             "id": cluster.capture_id,
-            "cluster_id": getattr(cluster, "cluster_id", "default"),
+            "cluster_id": cluster.cluster_id,
             "pid": os.getpid(),
             "is_owner": cluster.is_owner(),
             "liveness": 0,

@@ -59,6 +59,7 @@ class CaptureInfo:
 
 class Membership(Protocol):
     capture_id: str
+    cluster_id: str
 
     def is_owner(self) -> bool: ...
     def owner(self) -> CaptureInfo | None: ...
@@ -72,6 +73,7 @@ class SingleNode:
 
     def __init__(self, address: str, on_owner: Callable[[bool], None] | None = None, capture_id: str = "") -> None:
         self.capture_id = capture_id or str(uuid.uuid4())
+        self.cluster_id = "default"
         self._me = CaptureInfo(self.capture_id, address, True)
         if on_owner is not None:
             on_owner(True)
