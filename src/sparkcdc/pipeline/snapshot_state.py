@@ -128,16 +128,16 @@ def record_chunks(plan: SnapshotPlan, progress: SnapshotProgress | None, done: I
     current = progress if progress is not None and progress.start_ts == plan.start_ts else initial_progress(plan)
     tables = dict(current.tables)
     finished = set(current.chunks_done)
-    for index, rows, watermark in ((r.index, r.rows, r.watermark) for r in done):
-        name = plan.chunks[index].table_name
+    for r in done:
+        name = plan.chunks[r.index].table_name
         t = tables[name]
-        again = index in finished
-        finished.add(index)
-        mark = watermark if t.watermark == 0 else min(t.watermark, watermark)
+        again = r.index in finished
+        finished.add(r.index)
+        mark = r.watermark if t.watermark == 0 else min(t.watermark, r.watermark)
         tables[name] = replace(
             t,
             chunks_done=t.chunks_done + (0 if again else 1),
-            rows_done=t.rows_done + (0 if again else rows),
+            rows_done=t.rows_done + (0 if again else r.rows),
             watermark=mark,
         )
     return SnapshotProgress(plan.start_ts, tables, frozenset(finished), len(finished) == len(plan.chunks))
@@ -204,9 +204,12 @@ def streamed_handover(spec: Any, after_ts: int, db: sqlite3.Connection) -> dict[
         return {}
     out: dict[tuple[str, str], Any] = {}
     resolved = True
+    by_table: dict[str, list[Chunk]] = {}
+    for c in plan.chunks:
+        by_table.setdefault(c.table_name, []).append(c)
     for name, info in plan.tables.items():
         low = progress.tables[name].watermark if name in progress.tables else 0
-        table_chunks = [c for c in plan.chunks if c.table_name == name]
+        table_chunks = by_table.get(name, [])
         reads: list[tuple[str, int]] = []
         for c in table_chunks:
             path = keys_path(spec, c.index)

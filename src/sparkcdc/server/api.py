@@ -24,7 +24,7 @@ from sparkcdc.changefeed.info import DEFAULT_NAMESPACE, ERR_API_INVALID_PARAM
 from sparkcdc.errors import ConfigError, SparkcdcError
 from sparkcdc.model import tso
 from sparkcdc.server import api_model
-from sparkcdc.server.changefeed import ChangefeedManager, CreateRequest, states_needed
+from sparkcdc.server.changefeed import RUNNING, ChangefeedManager, CreateRequest, states_needed
 from sparkcdc.server.cluster import Membership, SingleNode
 
 log = logging.getLogger(__name__)
@@ -171,7 +171,7 @@ def create_app(manager: ChangefeedManager, membership: Membership | None = None)
         if len(captures) == 1:
             raise ConfigError("cannot drain the only capture of the cluster; start another cdc server first",
                               code="CDC:ErrSchedulerRequestFailed")  # fmt: skip
-        running = sum(1 for info, _ in manager.list(None) if info.state.value in ("normal", "warning", "pending"))
+        running = sum(1 for info, _ in manager.list(None) if info.state in RUNNING)
         cluster.resign()
         return {"current_table_count": running}
 

@@ -18,8 +18,6 @@ import httpx
 
 from sparkcdc.errors import ConfigError, SparkcdcError
 
-ERR_ETCD = "CDC:ErrEtcdSessionDone"
-
 
 class EtcdError(SparkcdcError):
     default_code = "CDC:ErrPDEtcdAPIError"
