@@ -1,9 +1,11 @@
 """`cdc server --spark-master spark://...` on a real standalone cluster (a master and two workers started from the
 pyspark package's own scripts): a storage changefeed under a mixed workload with DDL replays equal to upstream,
-and its tasks ran in executors under the workers' own work dirs."""
+and its tasks ran in executors under the workers' own work dirs, with the relay chunks shipped inside the tasks
+(``tests/integration/pipeline/test_relay_shipping.py`` shows those decode with the driver's disk gone)."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -56,3 +58,6 @@ def test_a_changefeed_on_a_standalone_cluster_replays_equal(
     # the work ran in executors of both workers, each in its own directory
     ran = [w for w in cluster.workers if list((w.dir / "work").glob("app-*/*/stderr"))]
     assert len(ran) == 2, [list((w.dir / "work").rglob("*"))[:5] for w in cluster.workers]
+    # and the relay chunks reached them inside the tasks, not as paths on the driver's disk
+    spec = json.loads((server.data_dir / "changefeeds" / "default" / "on-cluster" / "spec.json").read_text())
+    assert spec["ship_relay"] is True

@@ -68,7 +68,7 @@ def _last_frame_ts(data: bytes) -> int:
     return last
 
 
-def _cached_history(data_dir: str, need_ts: int) -> SchemaHistory:
+def cached_history(data_dir: str, need_ts: int) -> SchemaHistory:
     """Per-process cache of a data dir's schema history. History up to the relay's resolved ts never changes,
     so a cached copy serves every chunk whose last commit-ts it covers; otherwise it is reloaded."""
     cached = _HISTORIES.get(data_dir)
@@ -135,7 +135,7 @@ def decode_chunk(
         history = schema_source
     else:
         need = source.last_ts if isinstance(source, ChunkRef) else _last_frame_ts(source)
-        history = _cached_history(str(schema_source), need)
+        history = cached_history(str(schema_source), need)
     zone = resolve_tz(tz)
     stream, length, name = open_chunk(source)
     try:

@@ -29,6 +29,8 @@ from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 
+from sparkcdc.capture.relay_log import ChunkRef
+from sparkcdc.capture.schema_history import SchemaHistory
 from sparkcdc.pipeline import snapshot_source, snapshot_state
 from sparkcdc.pipeline.spec import FeedSpec
 from sparkcdc.pipeline.transform import ROW_SCHEMA, ChunkTransform, mark_row
@@ -44,13 +46,13 @@ _TRANSFORMS: dict[str, tuple[FeedSpec, ChunkTransform]] = {}
 
 @dataclass(frozen=True)
 class ChunkPartition(InputPartition):
-    path: str
-    offset: int
-    length: int
-    first_ts: int
-    last_ts: int
-    txn_count: int
+    """One relay chunk to decode. With ``spec.ship_relay`` (a cluster master: executors do not see the driver's
+    disk) it carries the chunk's bytes and the schema history, so the executor opens no local path."""
+
+    ref: ChunkRef
     handover: tuple[tuple[tuple[str, str], Any], ...] = ()  # copied tables still in their hand-over
+    data: bytes = b""
+    history: SchemaHistory | None = None
 
 
 @dataclass(frozen=True)
@@ -151,7 +153,8 @@ class RelayStreamReader(DataSourceStreamReader):
         return self._last
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[InputPartition]:
-        from sparkcdc.capture import RelayLog
+        from sparkcdc.capture import RelayLog, read_chunk
+        from sparkcdc.capture.decode import cached_history
 
         if snapshot_source.is_snapshot_batch(start, end):
             chunks, last = snapshot_source.partitions(self.spec, start, end)
@@ -167,9 +170,12 @@ class RelayStreamReader(DataSourceStreamReader):
         finally:
             relay.close()
         handover = tuple(snapshot_state.streamed_handover(self.spec, begin, self._db()).items())
-        parts: list[InputPartition] = [
-            ChunkPartition(r.path, r.offset, r.length, r.first_ts, r.last_ts, r.txn_count, handover) for r in refs
-        ]
+        parts: list[InputPartition]
+        if self.spec.ship_relay:
+            history = cached_history(self.spec.capture_dir, stop)
+            parts = [ChunkPartition(r, handover, read_chunk(r), history) for r in refs]
+        else:
+            parts = [ChunkPartition(r, handover) for r in refs]
         parts.append(MarkPartition(begin, stop))
         log.debug("changefeed=%s batch (%d, %d]: %d chunks", self.spec.changefeed, begin, stop, len(refs))
         return parts
@@ -191,14 +197,14 @@ class RelayStreamReader(DataSourceStreamReader):
         if isinstance(partition, snapshot_source.SnapshotPartition):
             yield from snapshot_source.read(self.spec, partition, _transform(self.spec))
             return
-        from sparkcdc.capture import ChunkRef, decode_chunk
+        from sparkcdc.capture import decode_chunk
 
         assert isinstance(partition, ChunkPartition)
-        ref = ChunkRef(partition.path, partition.offset, partition.length, partition.first_ts, partition.last_ts,
-                       partition.txn_count)  # fmt: skip
         transform = _transform(self.spec)
-        # passing the capture dir lets decode_chunk use its per-process schema-history cache
-        events = decode_chunk(ref, self.spec.capture_dir, tz=self.spec.tz, force_replicate=transform.force_replicate,
+        # a shipped chunk brings its bytes and history; otherwise passing the capture dir lets decode_chunk use
+        # its per-process schema-history cache
+        events = decode_chunk(partition.data or partition.ref, partition.history or self.spec.capture_dir,
+                              tz=self.spec.tz, force_replicate=transform.force_replicate,
                               skip_server_id=transform.skip_server_id)  # fmt: skip
         yield from transform.rows(events, dict(partition.handover))
 

@@ -301,6 +301,7 @@ class SparkRunner:
             sink_start_ts=checkpoint_ts,
             upstream_uri=(self.ctx.upstream_uri or "") if snapshot else "",
             snapshot=snapshot,
+            ship_relay=not self.ctx.spark_master.startswith("local"),
         )
         if snapshot:
             _log_snapshot_start(spec)

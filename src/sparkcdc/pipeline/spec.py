@@ -34,7 +34,9 @@ class FeedSpec:
     dir where the driver-side commit records its checkpoint (``progress.json``); ``batch_interval``: seconds
     between micro-batches while the query is caught up (the sink's flush-interval); a batch the DDL barrier or
     ``max_batch_bytes`` cut short is followed at once. ``snapshot``: this run first copies the tables' rows
-    (``[snapshot]``, ``sparkcdc.pipeline.snapshot_source``), reading them from ``upstream_uri``.
+    (``[snapshot]``, ``sparkcdc.pipeline.snapshot_source``), reading them from ``upstream_uri``. ``ship_relay``:
+    executors may not share the driver's disk (a ``spark://`` master), so the relay chunks and schema history
+    travel inside the tasks instead of as paths.
     """
 
     changefeed: str
@@ -51,6 +53,7 @@ class FeedSpec:
     batch_interval: float = 0.0
     upstream_uri: str = field(default="", repr=False)
     snapshot: bool = False
+    ship_relay: bool = False
 
     def __post_init__(self) -> None:
         if self.start_ts < 0 or self.target_ts < 0:
