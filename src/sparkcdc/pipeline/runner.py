@@ -119,7 +119,8 @@ class CaptureThread:
                 self.warning = None
             except SparkcdcError as e:
                 if not e.retryable:
-                    log.error("capture stopped: %s", e)
+                    # a deposed owner's last heartbeat is refused by the fence: expected, its changefeeds are stopping
+                    (log.info if e.code == "CDC:ErrNotOwner" else log.error)("capture stopped: %s", e)
                     self.error = e
                     return
                 log.warning("capture interrupted, retrying in %.1fs: %s", backoff, e)
