@@ -17,11 +17,12 @@ Contract (the pipeline's runner must honour it):
     Stop the query and wait until it has stopped (nothing is written afterwards). Idempotent; unknown ids
     are a no-op. Called on pause, remove, failure and finish (server shutdown calls ``close`` instead).
 ``status(namespace, changefeed_id) -> RunnerStatus | None``
-    Latest progress, cheap and non-blocking (polled about twice a second). ``checkpoint_ts`` is the value
-    last written to the sink's ``metadata`` (everything with commit-ts <= it is durable); it never goes
-    backwards. ``resolved_ts``: everything <= it has been read from upstream. Set ``error`` when the query
-    died with a non-retryable error (the server then marks the changefeed ``failed``, keeps the error and
-    calls ``stop``); set ``warning`` for a retryable problem the runner is retrying. ``None`` when not running.
+    Latest progress, cheap and non-blocking (polled about twice a second), with the sink's counters.
+    ``checkpoint_ts`` is the value last written to the sink's ``metadata`` (everything with commit-ts <= it is
+    durable); it never goes backwards. ``resolved_ts``: everything <= it has been read from upstream. Set
+    ``error`` when the query died with a non-retryable error (the server then marks the changefeed ``failed``,
+    keeps the error and calls ``stop``); set ``warning`` for a retryable problem the runner is retrying. ``None``
+    when not running.
     When ``target_ts`` is set, report ``checkpoint_ts >= target_ts`` once everything up to it is durable:
     the server then marks the changefeed ``finished`` and calls ``stop``.
 ``remove(info)``
@@ -42,6 +43,8 @@ Contract (the pipeline's runner must honour it):
     This server became / stopped being the cluster's owner (``cdc server --pd``; a lone server is activated
     once). ``activate`` comes before any ``start``; ``suspend`` after every changefeed was stopped: release
     what only the owner may run (the capture of a shared upstream, ``SharedCaptureState``).
+``capture_stats() -> CaptureStats | None``
+    The upstream capture this server runs (relay log resolved ts and size), None when it runs none. Cheap.
 ``close()``
     Server shutdown: stop everything, release sessions.
 
@@ -105,6 +108,37 @@ class RunnerContext:
 
 
 @dataclass(frozen=True)
+class BatchStats:
+    """One committed micro-batch: row changes and payload bytes handed to the sink, the sink's time to write and
+    publish them (slowest writer task + commit), and the batch's time from planning to commit."""
+
+    rows: int
+    size: int
+    flush_seconds: float
+    batch_seconds: float
+
+
+@dataclass(frozen=True)
+class SinkTotals:
+    """What a changefeed's sink was given since its run on this server began (counters for ``/metrics``)."""
+
+    rows: int = 0
+    size: int = 0
+    batches: int = 0
+
+    def add(self, batch: BatchStats) -> SinkTotals:
+        return SinkTotals(self.rows + batch.rows, self.size + batch.size, self.batches + 1)
+
+
+@dataclass(frozen=True)
+class CaptureStats:
+    """The capture this server runs: how far its relay log is resolved and how many bytes it holds."""
+
+    resolved_ts: int
+    relay_bytes: int
+
+
+@dataclass(frozen=True)
 class RunnerStatus:
     """``snapshot``: the initial snapshot's progress while the run has one; ``finished``: the run has done all
     it will do before any target-ts (``[snapshot] mode = "initial-only"`` after the copy)."""
@@ -115,6 +149,10 @@ class RunnerStatus:
     warning: RunningError | None = None
     snapshot: SnapshotProgress | None = None
     finished: bool = False
+    # the sink's counters, and the last committed batch (``last_batch_id`` tells a new one from the one seen before)
+    totals: SinkTotals | None = None
+    last_batch: BatchStats | None = None
+    last_batch_id: int = -1
 
 
 @runtime_checkable
@@ -136,5 +174,7 @@ class ChangefeedRunner(Protocol):
     def activate(self) -> None: ...
 
     def suspend(self) -> None: ...
+
+    def capture_stats(self) -> CaptureStats | None: ...
 
     def close(self) -> None: ...

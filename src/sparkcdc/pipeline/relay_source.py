@@ -23,7 +23,7 @@ import logging
 import sqlite3
 import time
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -59,6 +59,7 @@ class ChunkPartition(InputPartition):
 class MarkPartition(InputPartition):
     start_ts: int
     end_ts: int
+    planned_ms: int = field(default_factory=lambda: time.time_ns() // 1_000_000)
 
 
 def _transform(spec: FeedSpec) -> ChunkTransform:
@@ -192,7 +193,7 @@ class RelayStreamReader(DataSourceStreamReader):
     def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
         freeze_survivors()
         if isinstance(partition, MarkPartition):
-            yield mark_row(partition.start_ts, partition.end_ts)
+            yield mark_row(partition.start_ts, partition.end_ts, partition.planned_ms)
             return
         if isinstance(partition, snapshot_source.SnapshotPartition):
             yield from snapshot_source.read(self.spec, partition, _transform(self.spec))

@@ -37,7 +37,13 @@ from sparkcdc.capture.position import BinlogPosition
 from sparkcdc.capture.puller import BOOTSTRAP_FILE
 from sparkcdc.capture.upstream import open_upstream, parse_mysql_uri
 from sparkcdc.changefeed.info import ChangefeedInfo, RunningError
-from sparkcdc.changefeed.runner import ChangefeedRunner, RunnerContext, RunnerStatus, SharedCaptureState
+from sparkcdc.changefeed.runner import (
+    CaptureStats,
+    ChangefeedRunner,
+    RunnerContext,
+    RunnerStatus,
+    SharedCaptureState,
+)
 from sparkcdc.changefeed.snapshot import SnapshotProgress
 from sparkcdc.errors import SparkcdcError, UpstreamError
 from sparkcdc.pipeline.progress import read_progress
@@ -236,6 +242,18 @@ class SparkRunner:
         self.capture = None
         self.bootstrap_ts = 0
 
+    def capture_stats(self) -> CaptureStats | None:
+        capture = self.capture
+        if capture is None:
+            return None
+        size = 0
+        for seg in (self.capture_dir / "relay").glob("*.seg"):
+            try:
+                size += seg.stat().st_size
+            except FileNotFoundError:  # collected meanwhile
+                pass
+        return CaptureStats(capture.resolved_ts(), size)
+
     def _relay_anchor(self, at_or_below: int) -> BinlogPosition | None:
         """The end of the relay log's last transaction at or below ``at_or_below``, with its commit-ts."""
         from sparkcdc.capture import RelayLog
@@ -417,7 +435,9 @@ class SparkRunner:
         finished = (feed.info.config.snapshot.mode == "initial-only" and snapshot is not None and snapshot.complete
                     and progress is not None and progress.checkpoint_ts >= feed.spec.start_ts)  # fmt: skip
         return RunnerStatus(checkpoint_ts=checkpoint, resolved_ts=resolved, error=error, warning=warning,
-                            snapshot=snapshot, finished=finished)  # fmt: skip
+                            snapshot=snapshot, finished=finished, totals=progress.totals if progress else None,
+                            last_batch=progress.last if progress else None,
+                            last_batch_id=progress.batch_id if progress else -1)  # fmt: skip
 
     def _snapshot_status(self, feed: _Feed) -> SnapshotProgress | None:
         """The run's snapshot progress; logged every ``SNAPSHOT_LOG_SECONDS`` while the copy runs."""

@@ -18,6 +18,7 @@ as TiCDC's at-least-once duplicates.
 from __future__ import annotations
 
 import logging
+import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -41,8 +42,11 @@ class BatchMessage(WriterCommitMessage):
 
     result: Any = None  # the sink writer's result
     ddls: tuple[tuple[int, int, bytes], ...] = ()  # (commit_ts, seq, pickled DDLEvent)
-    mark: tuple[int, int] | None = None  # (start, end) offsets of the batch
+    mark: tuple[int, int, int] | None = None  # (start, end) offsets of the batch, when it was planned (Unix ms)
     snapshot: tuple[Any, ...] = ()  # snapshot chunks read (snapshot_state.ChunkRead)
+    rows: int = 0  # row changes handed to the sink
+    size: int = 0  # their payload bytes
+    seconds: float = 0.0  # the sink writer's time
 
 
 def write_partition(spec: FeedSpec, rows: Iterator[Any]) -> BatchMessage:
@@ -53,7 +57,7 @@ def write_partition(spec: FeedSpec, rows: Iterator[Any]) -> BatchMessage:
     payloads: list[Routed] = []
     infos: dict[tuple[str, str, int], Any] = {}
     ddls: list[tuple[int, int, bytes]] = []
-    mark: tuple[int, int] | None = None
+    mark: tuple[int, int, int] | None = None
     snapshot: list[Any] = []
     pending: list[tuple[Any, ...]] = []
     for r in rows:
@@ -65,7 +69,7 @@ def write_partition(spec: FeedSpec, rows: Iterator[Any]) -> BatchMessage:
         elif kind == "ddl":
             ddls.append((commit_ts, seq, bytes(payload)))
         elif kind == "mark":
-            mark = (int(version), int(commit_ts))
+            mark = (int(version), int(commit_ts), int(pid))
         elif kind == "snap":
             from sparkcdc.pipeline.snapshot_state import ChunkRead
 
@@ -79,19 +83,23 @@ def write_partition(spec: FeedSpec, rows: Iterator[Any]) -> BatchMessage:
                 f"changefeed {spec.changefeed}: no table definition for {schema}.{table} version {version}"
             )
         payloads.append(Routed(schema, table, version, pid, commit_ts, seq, nrows, data, info))
+    began = time.monotonic()
     try:
         result = spec.sink().writer(spec.sink_config(), spec.sink_context()).write(payloads) if payloads else None
     except SparkcdcError as e:
         raise with_code(e) from e
-    return BatchMessage(result, tuple(ddls), mark, tuple(snapshot))
+    return BatchMessage(result, tuple(ddls), mark, tuple(snapshot), sum(p.nrows for p in payloads),
+                        sum(len(p.data) for p in payloads), time.monotonic() - began)  # fmt: skip
 
 
 def commit_batch(spec: FeedSpec, messages: list[Any], batch_id: int) -> int | None:
     """Driver side: the sink publishes the batch, then its checkpoint, then ``progress.json``. Returns the new
     checkpoint (None when this batch did not advance it). Raises SparkcdcError; the checkpoint stays then."""
+    from sparkcdc.changefeed.runner import BatchStats, SinkTotals
     from sparkcdc.pipeline.progress import CommittedProgress, read_progress, write_progress
 
     msgs = [m for m in messages if isinstance(m, BatchMessage)]
+    began = time.monotonic()
     try:
         committer = spec.sink().committer(spec.sink_config(), spec.sink_context())
         _start_run(spec, committer)
@@ -108,7 +116,14 @@ def commit_batch(spec: FeedSpec, messages: list[Any], batch_id: int) -> int | No
         committer.checkpoint(end)
     except SparkcdcError as e:
         raise with_code(e) from e
-    write_progress(spec.progress_path, CommittedProgress(end, batch_id, start))
+    stats = BatchStats(
+        rows=sum(m.rows for m in msgs),
+        size=sum(m.size for m in msgs),
+        flush_seconds=max((m.seconds for m in msgs), default=0.0) + time.monotonic() - began,
+        batch_seconds=max(0.0, time.time() - min(m[2] for m in marks) / 1000),
+    )
+    write_progress(spec.progress_path, CommittedProgress(end, batch_id, start, (previous.totals if previous else
+                                                                               SinkTotals()).add(stats), stats))
     log.debug("changefeed=%s batch %d committed: checkpoint %d", spec.changefeed, batch_id, end)
     return end
 

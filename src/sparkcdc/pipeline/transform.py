@@ -5,7 +5,8 @@ query shuffles to the sink's writers; what a payload holds and where it is route
 (``sparkcdc.sink.base``). Row layout (``ROW_SCHEMA``):
 
 ``kind``      ``dml`` (one sink payload), ``ddl`` (a pickled DDLEvent), ``mark`` (the batch's end offset: the
-              checkpoint the commit may publish; ``version`` holds the batch start) or ``snap`` (a snapshot
+              checkpoint the commit may publish; ``version`` holds the batch start, ``pid`` when it was planned, in Unix
+              ms) or ``snap`` (a snapshot
               chunk read: ``version`` its index, ``nrows`` its rows, ``commit_ts`` its low watermark, ``schema``
               and ``pid`` the binlog file and position of its read, ``payload`` the keys it read)
 ``route``     the writer route the sink's encoder chose (a task owns every payload of its routes)
@@ -38,9 +39,10 @@ ROW_SCHEMA = (
 OutRow = tuple[str, int, str, str, int, int, int, int, int, bytes, bytes | None]
 
 
-def mark_row(start_ts: int, end_ts: int) -> OutRow:
-    """The one row per batch that carries its end offset to the commit."""
-    return ("mark", 0, "", "", start_ts, 0, end_ts, 0, 0, b"", None)
+def mark_row(start_ts: int, end_ts: int, planned_ms: int) -> OutRow:
+    """The one row per batch that carries its offsets to the commit, and when the batch was planned (Unix ms: the
+    micro-batch duration ends at its commit)."""
+    return ("mark", 0, "", "", start_ts, planned_ms, end_ts, 0, 0, b"", None)
 
 
 class ChunkTransform:

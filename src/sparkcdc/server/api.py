@@ -26,6 +26,7 @@ from sparkcdc.model import tso
 from sparkcdc.server import api_model
 from sparkcdc.server.changefeed import RUNNING, ChangefeedManager, CreateRequest, states_needed
 from sparkcdc.server.cluster import Membership, SingleNode
+from sparkcdc.server.metrics import CONTENT_TYPE
 
 log = logging.getLogger(__name__)
 
@@ -137,6 +138,13 @@ def create_app(manager: ChangefeedManager, membership: Membership | None = None)
     def _on_unexpected(_: Request, exc: Exception) -> JSONResponse:
         log.exception("unexpected error in the Open API")
         return JSONResponse(error_body("CDC:ErrInternal", f"internal error: {type(exc).__name__}"), status_code=500)
+
+    manager.metrics.bind(lambda: manager.list(None), cluster.is_owner, manager.runner.capture_stats)
+
+    @app.get("/metrics")
+    def metrics() -> Response:
+        """Prometheus text format (``sparkcdc.server.metrics``); each server its own, never forwarded."""
+        return Response(manager.metrics.render(), media_type=CONTENT_TYPE)
 
     @app.get("/api/v2/health")
     def health() -> dict[str, Any]:

@@ -44,6 +44,7 @@ from sparkcdc.changefeed.snapshot import SnapshotProgress
 from sparkcdc.errors import ConfigError, SparkcdcError
 from sparkcdc.masking import mask_uri
 from sparkcdc.server.gc import GcPolicy, gc_ttl_exceeded, safepoint, stopped_since
+from sparkcdc.server.metrics import ServerMetrics
 from sparkcdc.server.store import ChangefeedNotFound, ChangefeedStore
 from sparkcdc.sink.base import check_sink
 
@@ -91,9 +92,11 @@ class ChangefeedManager:
         poll_interval: float = 0.5,
         gc: GcPolicy | None = None,
         clock: Callable[[], float] = time.time,
+        metrics: ServerMetrics | None = None,
     ) -> None:
         self.store = store
         self.runner = runner
+        self.metrics = metrics or ServerMetrics()
         self.addr = addr
         self._snapshots: dict[tuple[str, str], SnapshotProgress] = {}
         self.upstream_id = upstream_id
@@ -335,6 +338,7 @@ class ChangefeedManager:
             except SparkcdcError as e:
                 log.warning("changefeed=%s: runner cleanup failed: %s", changefeed_id, e)
             deleted = self.store.delete(namespace, changefeed_id)
+            self.metrics.forget(namespace, changefeed_id)
             log.info("removed changefeed=%s", changefeed_id)
             return deleted
 
@@ -378,6 +382,7 @@ class ChangefeedManager:
             log.warning("changefeed=%s: runner status failed: %s", info.id, e)
         if st is None:
             return
+        self.metrics.observe(info.namespace, info.id, st)
         if st.error is not None:
             log.error("changefeed=%s failed: [%s] %s", info.id, st.error.code, st.error.message)
             self._stop_runner(info)

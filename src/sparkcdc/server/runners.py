@@ -12,7 +12,7 @@ from collections.abc import Callable
 
 from sparkcdc.capture.upstream import ClockUpstream, Upstream, open_upstream
 from sparkcdc.changefeed.info import ChangefeedInfo
-from sparkcdc.changefeed.runner import ChangefeedRunner, RunnerContext, RunnerStatus
+from sparkcdc.changefeed.runner import CaptureStats, ChangefeedRunner, RunnerContext, RunnerStatus
 from sparkcdc.errors import ConfigError
 
 
@@ -63,6 +63,9 @@ class NoopRunner:
 
     def suspend(self) -> None:
         """Nothing runs only on the owner here."""
+
+    def capture_stats(self) -> CaptureStats | None:
+        return None  # it captures nothing
 
     def close(self) -> None:
         with self._lock:

@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
 from typing import Any
 
+from sparkcdc.changefeed.runner import SinkTotals
 from sparkcdc.model import ColumnInfo, DDLEvent, RowChange, RowOp, TableInfo
 from sparkcdc.model.ddl_action import DDLAction
 from sparkcdc.pipeline.progress import read_progress
@@ -88,9 +90,11 @@ def test_commit_publishes_index_ddl_then_checkpoint_and_never_goes_back(tmp_path
         RowChange(200, T, RowOp.INSERT, None, (1, "a")),
         DDLEvent(300, DDLAction.ADD_COLUMN, "ALTER TABLE t ADD COLUMN w INT", "db", "t", t2, T),
     ]
-    rows = [*transform.rows(events), mark_row(100, 300)]
+    planned = time.time_ns() // 1_000_000 - 2000  # the batch was planned 2 s ago
+    rows = [*transform.rows(events), mark_row(100, 300, planned)]
     msg = write_partition(s, iter(rows))
-    assert len(msg.result) == 1 and msg.mark == (100, 300) and len(msg.ddls) == 1
+    assert len(msg.result) == 1 and msg.mark == (100, 300, planned) and len(msg.ddls) == 1
+    assert msg.rows == 1 and msg.size == len(rows[0][9])  # what the sink was given, for /metrics
     sink = tmp_path / "sink"
     assert not (sink / "metadata").exists()  # executors never publish
     assert commit_batch(s, [msg], 0) == 300
@@ -102,7 +106,11 @@ def test_commit_publishes_index_ddl_then_checkpoint_and_never_goes_back(tmp_path
     progress = read_progress(Path(s.state_dir) / "progress.json")
     assert progress is not None and progress.checkpoint_ts == 300
     assert progress.batch_start_ts == 100  # Spark may replay this batch until it records it: the relay GC floor
+    assert progress.totals == SinkTotals(rows=1, size=msg.size, batches=1)
+    assert progress.last is not None and progress.last.rows == 1 and 2.0 <= progress.last.batch_seconds < 60
     # a replayed older batch (restart before Spark recorded its commit) must not move the checkpoint back
-    old = write_partition(s, iter([mark_row(100, 250)]))
+    old = write_partition(s, iter([mark_row(100, 250, planned)]))
     assert commit_batch(s, [old], 1) is None
     assert json.loads((sink / "metadata").read_bytes()) == {"checkpoint-ts": 300}
+    again = read_progress(Path(s.state_dir) / "progress.json")
+    assert again is not None and again.totals == progress.totals  # nor is it counted again

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from sparkcdc.changefeed.info import ChangefeedInfo, RunningError
-from sparkcdc.changefeed.runner import RunnerStatus
+from sparkcdc.changefeed.runner import CaptureStats, RunnerStatus
 from sparkcdc.errors import SparkcdcError
 from sparkcdc.model import tso
 
@@ -23,6 +23,7 @@ class FakeRunner:
         self.removed: list[str] = []
         self.gc_calls: list[int] = []
         self.closed = False
+        self.capture: CaptureStats | None = None
 
     def start(self, info: ChangefeedInfo, checkpoint_ts: int) -> None:
         self.calls.append(("start", info.id))
@@ -59,6 +60,10 @@ class FakeRunner:
 
     def suspend(self) -> None:
         """Nothing runs only on the owner here."""
+
+    def capture_stats(self) -> CaptureStats | None:
+        return self.capture
+
 
     def close(self) -> None:
         self.closed = True
