@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import json
 import os
+import re
 import signal
 import socket
 import sqlite3
@@ -176,11 +177,13 @@ def test_lifecycle_outputs(server: CdcServer, tmp_path: Path) -> None:
 
     simple = json.loads(server.cli("query", "-s", "-c", "cf-1").stdout)
     assert simple["id"] == "cf-1" and simple["state"] == "normal" and simple["checkpoint_tso"] >= info["start_ts"]
+    assert re.fullmatch(r"\d+\.\ds|\d+m \d\ds|\d+h \d\dm", simple["checkpoint_lag"]), simple  # ours: lag in words
 
     r = server.cli("pause", "-c", "cf-1")
     assert r.returncode == 0 and r.stdout == ""
     full = json.loads(server.cli("query", "-c", "cf-1").stdout)
     assert full["state"] == "stopped" and full["sink_uri"] == sink(tmp_path)
+    assert "checkpoint_lag" not in full  # only a running changefeed has a lag
     assert full["start_ts"] == info["start_ts"]
 
     r = server.cli("update", "-c", "cf-1", "--config", str(cfg), "--no-confirm")

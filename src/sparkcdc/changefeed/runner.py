@@ -116,18 +116,22 @@ class BatchStats:
     size: int
     flush_seconds: float
     batch_seconds: float
+    last_ts: int = 0  # the largest commit-ts among the rows (0: none)
 
 
 @dataclass(frozen=True)
 class SinkTotals:
-    """What a changefeed's sink was given since its run on this server began (counters for ``/metrics``)."""
+    """What a changefeed's sink was given since its run on this server began (counters for ``/metrics``), and the
+    commit-ts of the newest row change among it (TiCDC's ``last_synced_ts``)."""
 
     rows: int = 0
     size: int = 0
     batches: int = 0
+    last_synced_ts: int = 0
 
     def add(self, batch: BatchStats) -> SinkTotals:
-        return SinkTotals(self.rows + batch.rows, self.size + batch.size, self.batches + 1)
+        return SinkTotals(self.rows + batch.rows, self.size + batch.size, self.batches + 1,
+                          max(self.last_synced_ts, batch.last_ts))  # fmt: skip
 
 
 @dataclass(frozen=True)

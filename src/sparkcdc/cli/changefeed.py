@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import sys
+import time
 from collections.abc import Callable
 from datetime import datetime
 from typing import Any, TypeVar
@@ -20,6 +21,7 @@ from sparkcdc.changefeed.config import ReplicaConfig, merge_documents, read_toml
 from sparkcdc.cli.client import DEFAULT_SERVER, APIClient
 from sparkcdc.errors import ConfigError, SparkcdcError
 from sparkcdc.model import tso
+from sparkcdc.server.catchup import describe_lag
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -211,7 +213,7 @@ def query(ctx: click.Context, server: str | None, changefeed_id: str, namespace:
         if simple:
             for cf in client.list(namespace, "all"):
                 if cf.get("id") == changefeed_id:
-                    click.echo(go_json(cf, indent=True))
+                    click.echo(go_json(_with_lag(cf, cf.get("checkpoint_tso", 0)), indent=True))
                     return
             raise SparkcdcError(f"changefeed not exists, {changefeed_id}", code="CDC:ErrChangeFeedNotExists")
         d = client.get(namespace, changefeed_id)
@@ -234,7 +236,14 @@ def query(ctx: click.Context, server: str | None, changefeed_id: str, namespace:
     meta["creator_version"] = d.get("creator_version", "")
     if d.get("snapshot"):  # ours (TiCDC has no initial snapshot): the copy's progress, as the Open API shows it
         meta["snapshot"] = d["snapshot"]
-    click.echo(go_json(meta, indent=True))
+    click.echo(go_json(_with_lag(meta, meta["checkpoint_tso"]), indent=True))
+
+
+def _with_lag(doc: dict[str, Any], checkpoint_ts: int) -> dict[str, Any]:
+    """Ours: ``checkpoint_lag``, how far a running changefeed's checkpoint trails this host's clock, in words."""
+    if doc.get("state") not in ("normal", "warning", "pending") or not checkpoint_ts:
+        return doc
+    return {**doc, "checkpoint_lag": describe_lag(max(0.0, time.time() - tso.physical(int(checkpoint_ts)) / 1000))}
 
 
 @changefeed.command("pause")

@@ -47,6 +47,7 @@ class BatchMessage(WriterCommitMessage):
     rows: int = 0  # row changes handed to the sink
     size: int = 0  # their payload bytes
     seconds: float = 0.0  # the sink writer's time
+    last_ts: int = 0  # the largest commit-ts of those row changes
 
 
 def write_partition(spec: FeedSpec, rows: Iterator[Any]) -> BatchMessage:
@@ -89,7 +90,8 @@ def write_partition(spec: FeedSpec, rows: Iterator[Any]) -> BatchMessage:
     except SparkcdcError as e:
         raise with_code(e) from e
     return BatchMessage(result, tuple(ddls), mark, tuple(snapshot), sum(p.nrows for p in payloads),
-                        sum(len(p.data) for p in payloads), time.monotonic() - began)  # fmt: skip
+                        sum(len(p.data) for p in payloads), time.monotonic() - began,
+                        max((p.commit_ts for p in payloads), default=0))  # fmt: skip
 
 
 def commit_batch(spec: FeedSpec, messages: list[Any], batch_id: int) -> int | None:
@@ -121,6 +123,7 @@ def commit_batch(spec: FeedSpec, messages: list[Any], batch_id: int) -> int | No
         size=sum(m.size for m in msgs),
         flush_seconds=max((m.seconds for m in msgs), default=0.0) + time.monotonic() - began,
         batch_seconds=max(0.0, time.time() - min(m[2] for m in marks) / 1000),
+        last_ts=max((m.last_ts for m in msgs), default=0),
     )
     write_progress(spec.progress_path, CommittedProgress(end, batch_id, start, (previous.totals if previous else
                                                                                SinkTotals()).add(stats), stats))

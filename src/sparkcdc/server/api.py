@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -249,6 +250,13 @@ def create_app(manager: ChangefeedManager, membership: Membership | None = None)
     ) -> dict[str, Any]:
         manager.resume(namespace, changefeed_id, body.overwrite_checkpoint_ts if body else 0)
         return {}
+
+    @app.get("/api/v2/changefeeds/{changefeed_id}/synced")
+    def synced(changefeed_id: str, namespace: str = DEFAULT_NAMESPACE) -> dict[str, Any]:
+        info, st = manager.get(namespace, changefeed_id)
+        totals = manager.metrics.totals().get((namespace, changefeed_id))
+        last = totals.last_synced_ts if totals and totals.last_synced_ts else info.start_ts  # none since its start
+        return api_model.synced_status(info.config, st, last, time.time_ns() // 1_000_000)
 
     @app.get("/api/v2/changefeeds/{changefeed_id}/status")
     def cf_status(changefeed_id: str, namespace: str = DEFAULT_NAMESPACE) -> dict[str, Any]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 from datetime import datetime
 from typing import Any
 
+from sparkcdc.changefeed.config import ReplicaConfig
 from sparkcdc.changefeed.info import ChangefeedInfo, ChangefeedStatus, FeedState, RunningError
 from sparkcdc.changefeed.snapshot import SnapshotProgress
 from sparkcdc.masking import mask_uri
@@ -95,3 +96,30 @@ def changefeed_status(
     if snapshot is not None:
         out["snapshot"] = snapshot.to_api()
     return out
+
+
+SYNCED_CHECK_INTERVAL_S = 300  # TiCDC's [synced-status] defaults
+CHECKPOINT_INTERVAL_S = 15
+_UNSURE = ("Please check whether the upstream is online and its binlog is being captured. If it is not, the data "
+           "syncing process is complete. Otherwise, if the gap between resolved ts and checkpoint ts is small and "
+           "the upstream is online, the data syncing is incomplete, so please wait")
+
+
+def synced_status(config: ReplicaConfig, status: ChangefeedStatus, last_synced_ts: int, now_ms: int) -> dict[str, Any]:
+    """``GET /api/v2/changefeeds/{id}/synced`` (TiCDC's ``SyncedStatus``): synced once no row change arrived for
+    ``synced-check-interval`` seconds and the checkpoint is within ``checkpoint-interval`` seconds of now."""
+    section = config.sections.get("synced-status", {})
+    quiet_s = int(section.get("synced-check-interval", SYNCED_CHECK_INTERVAL_S))
+    close_s = int(section.get("checkpoint-interval", CHECKPOINT_INTERVAL_S))
+    checkpoint_ms, resolved_ms = tso.physical(status.checkpoint_ts), tso.physical(status.resolved_ts)
+    quiet = now_ms - tso.physical(last_synced_ts) > quiet_s * 1000
+    if quiet and now_ms - checkpoint_ms < close_s * 1000:
+        synced, info = True, "Data syncing is finished"
+    elif quiet and resolved_ms - checkpoint_ms < close_s * 1000:
+        synced, info = False, _UNSURE  # the upstream's resolved ts is not advancing either
+    else:
+        synced, info = False, "The data syncing is not finished, please wait"
+    when = datetime.fromtimestamp(now_ms // 1000).astimezone()
+    return {"synced": synced, "sink_checkpoint_ts": json_time(status.checkpoint_ts),
+            "puller_resolved_ts": json_time(status.resolved_ts), "last_synced_ts": json_time(last_synced_ts),
+            "now_ts": when.strftime("%Y-%m-%d %H:%M:%S.000"), "info": info}  # fmt: skip

@@ -43,6 +43,7 @@ from sparkcdc.changefeed.runner import ChangefeedRunner
 from sparkcdc.changefeed.snapshot import SnapshotProgress
 from sparkcdc.errors import ConfigError, SparkcdcError
 from sparkcdc.masking import mask_uri
+from sparkcdc.server.catchup import CatchUpLog
 from sparkcdc.server.gc import GcPolicy, gc_ttl_exceeded, safepoint, stopped_since
 from sparkcdc.server.metrics import ServerMetrics
 from sparkcdc.server.store import ChangefeedNotFound, ChangefeedStore
@@ -97,6 +98,7 @@ class ChangefeedManager:
         self.store = store
         self.runner = runner
         self.metrics = metrics or ServerMetrics()
+        self._catch_up = CatchUpLog(clock)
         self.addr = addr
         self._snapshots: dict[tuple[str, str], SnapshotProgress] = {}
         self.upstream_id = upstream_id
@@ -339,6 +341,7 @@ class ChangefeedManager:
                 log.warning("changefeed=%s: runner cleanup failed: %s", changefeed_id, e)
             deleted = self.store.delete(namespace, changefeed_id)
             self.metrics.forget(namespace, changefeed_id)
+            self._catch_up.forget(changefeed_id)
             log.info("removed changefeed=%s", changefeed_id)
             return deleted
 
@@ -394,6 +397,7 @@ class ChangefeedManager:
         if info.target_ts:  # a finished changefeed's checkpoint is its target-ts
             checkpoint = max(status.checkpoint_ts, min(checkpoint, info.target_ts))
         resolved = max(status.resolved_ts, st.resolved_ts, checkpoint)
+        self._catch_up.update(info.id, checkpoint, st.totals.rows if st.totals else 0)
         new_status = ChangefeedStatus(checkpoint, resolved, st.warning)
         new_state = FeedState.WARNING if st.warning is not None else FeedState.NORMAL
         if info.target_ts and checkpoint >= info.target_ts:

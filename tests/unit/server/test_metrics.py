@@ -3,7 +3,9 @@ prometheus_client's own parser (in-process)."""
 
 from __future__ import annotations
 
+import time
 from pathlib import Path
+from typing import Any
 
 import pytest
 from prometheus_client.parser import text_string_to_metric_families
@@ -11,6 +13,7 @@ from prometheus_client.parser import text_string_to_metric_families
 from sparkcdc.changefeed.info import RunningError
 from sparkcdc.changefeed.runner import BatchStats, CaptureStats, RunnerStatus, SinkTotals
 from sparkcdc.model import tso
+from sparkcdc.server import api_model
 from sparkcdc.server.api import create_app
 from sparkcdc.server.changefeed import ChangefeedManager, CreateRequest
 from sparkcdc.server.cluster import SingleNode
@@ -119,3 +122,35 @@ def test_sink_counters_histograms_errors_and_capture(setup: tuple[ChangefeedMana
 
     mgr.remove("default", "cf1")
     assert not [k for k in scrape(client) if dict(k[1]).get("changefeed") == "cf1"]
+
+
+def test_synced_follows_ticdc_cases(setup: tuple[ChangefeedManager, FakeRunner, ASGIClient, Owner]) -> None:
+    mgr, runner, client, _ = setup
+    now_ms = time.time_ns() // 1_000_000
+
+    def ago(seconds: float) -> int:
+        return tso.compose(int(now_ms - seconds * 1000))
+
+    runner.now = ago(0)
+    mgr.create(CreateRequest("cf1", sink_uri=SINK, start_ts=ago(3600)))
+
+    def synced(checkpoint: int, resolved: int, last: int) -> dict[str, Any]:
+        runner.progress["cf1"] = RunnerStatus(checkpoint, resolved, totals=SinkTotals(1, 1, 1, last))
+        mgr.poll_once()
+        r = client.get("/api/v2/changefeeds/cf1/synced")
+        assert r.status_code == 200
+        doc: dict[str, Any] = r.json()
+        assert list(doc) == ["synced", "sink_checkpoint_ts", "puller_resolved_ts", "last_synced_ts", "now_ts", "info"]
+        return doc
+
+    # (the stored checkpoint never goes back: the cases run with a checkpoint moving forward)
+    stuck = synced(ago(3000), ago(2999), ago(3100))  # quiet, but checkpoint and resolved ts both stand still
+    assert stuck["synced"] is False and stuck["info"].startswith("Please check whether the upstream is online")
+    behind = synced(ago(1000), ago(5), ago(1100))  # quiet, resolved ts moves on: catching up
+    assert behind["synced"] is False and behind["info"] == "The data syncing is not finished, please wait"
+    busy = synced(ago(2), ago(1), ago(10))  # a row change 10 s ago: still syncing
+    assert busy["synced"] is False and busy["info"] == "The data syncing is not finished, please wait"
+    done = synced(ago(1), ago(0.5), ago(400))  # quiet for 400 s > 300, checkpoint 1 s behind < 15
+    assert done["synced"] is True and done["info"] == "Data syncing is finished"
+    assert done["last_synced_ts"] == api_model.json_time(ago(400))
+    assert client.get("/api/v2/changefeeds/nope/synced").status_code == 400
