@@ -37,6 +37,21 @@ def cli(ctx: click.Context, log_level: str) -> None:
     ctx.obj = {"debug": log_level.lower() == "debug"}
 
 
+@cli.command("version")
+def version() -> None:
+    """Output version information (TiCDC's `cdc version` lines, with Python and PySpark for Go)."""
+    import importlib.metadata
+    import platform
+
+    try:
+        pyspark = importlib.metadata.version("pyspark")
+    except importlib.metadata.PackageNotFoundError:
+        pyspark = "not installed"
+    click.echo(f"Release Version: v{__version__}")
+    click.echo(f"Python Version: {platform.python_version()}")
+    click.echo(f"PySpark Version: {pyspark}")
+
+
 cli.add_command(server_command)
 cli.add_command(cli_command)
 cli.add_command(check_command)

@@ -95,6 +95,7 @@ def start_query(spark: Any, spec: FeedSpec, *, trigger_seconds: float | None = N
     """
     from sparkcdc.pipeline.relay_source import NAME as SOURCE
     from sparkcdc.pipeline.sink_writer import NAME as SINK
+    from sparkcdc.pipeline.transform import ROW_SCHEMA
 
     # The JVM resolves a streaming sink's format in the calling thread's *active* session; the server builds
     # its session in another thread, so make it active here or format("sparkcdc_sink") is not found.
@@ -112,7 +113,7 @@ def start_query(spark: Any, spec: FeedSpec, *, trigger_seconds: float | None = N
     spec_path = state / "spec.json"
     spec.save(spec_path)
     writers = min(sink.worker_count, spark.sparkContext.defaultParallelism)
-    df = spark.readStream.format(SOURCE).option("spec", str(spec_path)).load()
+    df = spark.readStream.format(SOURCE).schema(ROW_SCHEMA).option("spec", str(spec_path)).load()
     df = df.repartition(writers, writer_route(spark, writers))
     query = (
         df.writeStream.format(SINK)
