@@ -15,7 +15,7 @@ from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import HTMLResponse, JSONResponse, Response
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
@@ -24,7 +24,7 @@ from sparkcdc.changefeed.config import ReplicaConfig
 from sparkcdc.changefeed.info import DEFAULT_NAMESPACE, ERR_API_INVALID_PARAM
 from sparkcdc.errors import ConfigError, SparkcdcError
 from sparkcdc.model import tso
-from sparkcdc.server import api_model
+from sparkcdc.server import api_model, dashboard
 from sparkcdc.server.changefeed import RUNNING, ChangefeedManager, CreateRequest, states_needed
 from sparkcdc.server.cluster import Membership, SingleNode
 from sparkcdc.server.metrics import CONTENT_TYPE
@@ -50,7 +50,8 @@ _BAD_REQUEST_CODES = frozenset(
 
 U64 = Field(default=0, ge=0, le=(1 << 64) - 1)
 ERR_OWNER_NOT_FOUND = "CDC:ErrOwnerNotFound"
-_OWNER_PATHS = ("/api/v2/changefeeds", "/api/v2/owner")  # served by the owner (forwarded from other captures)
+# served by the owner (forwarded from other captures)
+_OWNER_PATHS = ("/api/v2/changefeeds", "/api/v2/owner", "/dashboard")
 _FORWARDED = "x-sparkcdc-forwarded-by"
 
 
@@ -141,6 +142,14 @@ def create_app(manager: ChangefeedManager, membership: Membership | None = None)
         return JSONResponse(error_body("CDC:ErrInternal", f"internal error: {type(exc).__name__}"), status_code=500)
 
     manager.metrics.bind(lambda: manager.list(None), cluster.is_owner, manager.runner.capture_stats)
+
+    @app.get("/dashboard", response_class=HTMLResponse)
+    def status_page() -> str:
+        """The status page (``sparkcdc.server.dashboard``), served by the owner (it polls the changefeeds)."""
+        feeds = [dashboard.FeedRow(info, st, manager.history.rows_per_second(f"{info.namespace}/{info.id}"),
+                                   manager.history.samples(f"{info.namespace}/{info.id}"))
+                 for info, st in manager.list(None)]  # fmt: skip
+        return dashboard.render(cluster.cluster_id, feeds, cluster.captures(), manager.clock())
 
     @app.get("/metrics")
     def metrics() -> Response:

@@ -45,6 +45,7 @@ from sparkcdc.errors import ConfigError, SparkcdcError
 from sparkcdc.masking import mask_uri
 from sparkcdc.server.catchup import CatchUpLog
 from sparkcdc.server.gc import GcPolicy, gc_ttl_exceeded, safepoint, stopped_since
+from sparkcdc.server.lag_history import LagHistory
 from sparkcdc.server.metrics import ServerMetrics
 from sparkcdc.server.store import ChangefeedNotFound, ChangefeedStore
 from sparkcdc.sink.base import check_sink
@@ -99,6 +100,7 @@ class ChangefeedManager:
         self.runner = runner
         self.metrics = metrics or ServerMetrics()
         self._catch_up = CatchUpLog(clock)
+        self.history = LagHistory(clock)
         self.addr = addr
         self._snapshots: dict[tuple[str, str], SnapshotProgress] = {}
         self.upstream_id = upstream_id
@@ -342,6 +344,7 @@ class ChangefeedManager:
             deleted = self.store.delete(namespace, changefeed_id)
             self.metrics.forget(namespace, changefeed_id)
             self._catch_up.forget(changefeed_id)
+            self.history.forget(f"{namespace}/{changefeed_id}")
             log.info("removed changefeed=%s", changefeed_id)
             return deleted
 
@@ -397,7 +400,9 @@ class ChangefeedManager:
         if info.target_ts:  # a finished changefeed's checkpoint is its target-ts
             checkpoint = max(status.checkpoint_ts, min(checkpoint, info.target_ts))
         resolved = max(status.resolved_ts, st.resolved_ts, checkpoint)
-        self._catch_up.update(info.id, checkpoint, st.totals.rows if st.totals else 0)
+        rows = st.totals.rows if st.totals else 0
+        self._catch_up.update(info.id, checkpoint, rows)
+        self.history.record(f"{info.namespace}/{info.id}", checkpoint, rows)
         new_status = ChangefeedStatus(checkpoint, resolved, st.warning)
         new_state = FeedState.WARNING if st.warning is not None else FeedState.NORMAL
         if info.target_ts and checkpoint >= info.target_ts:
