@@ -66,27 +66,6 @@ MAX_RESTARTS = 5
 SNAPSHOT_LOG_SECONDS = 10.0
 
 
-def _import_pipeline(_: Any) -> int:
-    """Runs in a Python worker: import what the changefeed's tasks import (decoder, encoders, sinks)."""
-    import sparkcdc.capture.decode
-    import sparkcdc.pipeline.relay_source
-    import sparkcdc.pipeline.sink_writer
-    import sparkcdc.sink.base  # noqa: F401
-
-    return 1
-
-
-def warm_up(spark: Any) -> None:
-    """Start the executors' Python workers and import the pipeline in them while nothing waits: the first
-    micro-batch of a changefeed (after a start, or after a failover to this server) then skips that cost, as
-    Spark reuses idle Python workers."""
-    try:
-        slots = spark.sparkContext.defaultParallelism
-        spark.sparkContext.parallelize(range(slots), slots).map(_import_pipeline).sum()
-    except Exception as e:  # only a missed speed-up
-        log.debug("warming up the Python workers failed: %s", e)
-
-
 class CaptureThread:
     """Runs the upstream's puller in the server process; restarts it after retryable failures."""
 
@@ -296,8 +275,6 @@ class SparkRunner:
             self._spark_error = e
         finally:
             self._spark_ready.set()
-        if self._spark is not None:
-            warm_up(self._spark)
 
     def _session(self) -> Any:
         if not self._spark_ready.wait(180):
