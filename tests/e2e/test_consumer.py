@@ -121,3 +121,54 @@ def test_kill_minus_9_at_random_moments_then_check(
     assert res.returncode == 0, res.stderr
     doc = _check(source, target)
     assert doc["rc"] == 0 and doc["match"], doc
+
+
+def test_storage_consumer_serves_metrics(request: pytest.FixtureRequest, clean: None, source: MysqlTarget,  # noqa: F811
+                                         target: MysqlTarget, tmp_path: Path) -> None:  # noqa: F811  # fmt: skip
+    """``--metrics-addr``: while the consumer runs, /metrics counts the rows it applied (the same figure as its
+    final progress line) and gives the applied commit-ts; a malformed address is one clear error."""
+    import httpx
+    from prometheus_client.parser import text_string_to_metric_families
+
+    from tests.integration.pipeline.server import free_port
+
+    root = backend_uri("file", request, "cdc-metrics")
+    workload.run(source, ExternalStorage.from_uri(root), "csv", txns=80)
+    cfg = tmp_path / "cf.toml"
+    cfg.write_text('[sink]\ndate-separator = "day"\n[sink.csv]\ninclude-commit-ts = true\n')
+    port = free_port()
+    args = [*CDC, "storage-consumer", "--upstream-uri", f"{root}?protocol=csv", "--downstream-uri", _uri(target),
+            "--config", str(cfg), "--interval", "1", "--changefeed", "metered", "--metrics-addr", f"127.0.0.1:{port}"]
+    proc = subprocess.Popen(args, env={**os.environ, "PYTHONPATH": "src"}, stderr=subprocess.PIPE, text=True)
+    samples: dict[str, float] = {}
+    try:
+        deadline = time.monotonic() + 120
+        while True:
+            assert time.monotonic() < deadline, samples
+            try:
+                text = httpx.get(f"http://127.0.0.1:{port}/metrics", timeout=2).text
+            except httpx.HTTPError:
+                time.sleep(0.2)
+                continue
+            now = {s.name: s.value for f in text_string_to_metric_families(text) for s in f.samples
+                   if s.labels.get("changefeed") == "metered"}  # fmt: skip
+            moving = {k: v for k, v in now.items() if not k.endswith("_lag")}  # the lag follows the clock
+            if now.get("sparkcdc_consumer_rows_applied_total", 0) > 0 and moving == {
+                    k: v for k, v in samples.items() if not k.endswith("_lag")}:
+                samples = now
+                break  # applied and unchanged since the last scrape: the round is over
+            samples = now
+            time.sleep(1.5)
+    finally:
+        proc.send_signal(signal.SIGTERM)
+        _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    final = [line for line in err.splitlines() if line.startswith("rows=")][-1]
+    assert samples["sparkcdc_consumer_rows_applied_total"] == int(final.split()[0].removeprefix("rows=")) > 0
+    assert samples["sparkcdc_consumer_applied_ts"] > 1_600_000_000_000  # Unix ms
+    assert samples["sparkcdc_consumer_applied_ts_lag"] >= 0
+    assert samples["sparkcdc_consumer_ddls_executed_total"] >= 1  # the tables' CREATE
+    bad = _cdc("storage-consumer", "--upstream-uri", f"{root}?protocol=csv", "--downstream-uri", _uri(target),
+               "--metrics-addr", "localhost", "--once")  # fmt: skip
+    assert bad.returncode == 1 and bad.stderr.strip().splitlines()[-1].startswith("Error: [")
+    assert "--metrics-addr 'localhost' must be host:port" in bad.stderr

@@ -74,6 +74,7 @@ def _parse_interval(text: str) -> float:
 @click.option("--once", is_flag=True, default=False,
               help="Apply everything up to the current storage checkpoint, then exit.")  # fmt: skip
 @click.option("--quiet", is_flag=True, default=False, help="No progress line on the terminal.")
+@click.option("--metrics-addr", default="", help="Serve Prometheus metrics at http://HOST:PORT/metrics.")
 def storage_consumer(
     upstream_uri: str,
     downstream_uri: str,
@@ -91,6 +92,7 @@ def storage_consumer(
     ignore_foreign_files: bool,
     once: bool,
     quiet: bool,
+    metrics_addr: str,
 ) -> None:
     """Replay a TiCDC storage-sink tree (csv or canal-json) into a MySQL-compatible database, effectively once.
 
@@ -98,6 +100,7 @@ def storage_consumer(
     replays below the consumer's checkpoint skipped; the checkpoint lives in the downstream
     (sparkcdc_consumer.checkpoint), written in the same transaction as the rows, so restarts resume exactly.
     """
+    from sparkcdc.consumer.metrics import serve_metrics
     from sparkcdc.consumer.storage_consumer import Progress, StorageConsumer
     from sparkcdc.consumer.storage_reader import ReaderConfig
     from sparkcdc.mysql.target import MysqlTarget
@@ -143,6 +146,7 @@ def storage_consumer(
         storage, reader, target, changefeed=consumer_id, time_zone=timezone, workers=workers, batch_rows=batch_rows,
         on_progress=show,
     )  # fmt: skip
+    stop_metrics = serve_metrics(metrics_addr, lambda: consumer.progress, consumer_id) if metrics_addr else None
     backoff = 0.5
     failures = 0
     try:
@@ -163,6 +167,8 @@ def storage_consumer(
             _sleep(period, stop)
     finally:
         consumer.close()
+        if stop_metrics is not None:
+            stop_metrics()
         if not quiet:
             last[0], shown[0] = 0.0, ()
             show(consumer.progress)

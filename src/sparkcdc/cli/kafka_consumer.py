@@ -34,6 +34,7 @@ log = logging.getLogger(__name__)
 @click.option("--workers", type=click.IntRange(1, 64), default=4, show_default=True,
               help="Tables applied in parallel (one downstream connection each).")  # fmt: skip
 @click.option("--quiet", is_flag=True, default=False, help="No progress line on the terminal.")
+@click.option("--metrics-addr", default="", help="Serve Prometheus metrics at http://HOST:PORT/metrics.")
 def kafka_consumer(
     upstream_uri: str,
     downstream_uri: str,
@@ -45,6 +46,7 @@ def kafka_consumer(
     batch_rows: int,
     workers: int,
     quiet: bool,
+    metrics_addr: str,
 ) -> None:
     """Apply a TiCDC Kafka topic (canal-json with enable-tidb-extension, simple JSON or Avro) to a MySQL-compatible
     database in commit order, effectively once.
@@ -53,7 +55,9 @@ def kafka_consumer(
     the per-table checkpoint lives in the downstream (sparkcdc_consumer.checkpoint, same transaction as the rows)
     and the group's offsets are committed after it, so a restart resumes without applying anything twice.
     """
+    from sparkcdc.consumer.engine import EngineStats
     from sparkcdc.consumer.kafka_consumer import KafkaConsumer, KafkaConsumerConfig
+    from sparkcdc.consumer.metrics import serve_metrics
     from sparkcdc.mysql.target import MysqlTarget
 
     setup_logging(log_file, log_level)
@@ -64,6 +68,9 @@ def kafka_consumer(
     log.info("kafka consumer starting upstream=%s downstream=%s protocol=%s", config.source.uri.masked(), target,
              config.source.protocol)  # fmt: skip
     stop = threading.Event()
+    current: list[KafkaConsumer] = []
+    stop_metrics = (serve_metrics(metrics_addr, lambda: current[-1].stats if current else EngineStats(), group_id)
+                    if metrics_addr else None)  # fmt: skip
 
     def on_signal(signum: int, frame: FrameType | None) -> None:
         stop.set()
@@ -83,16 +90,21 @@ def kafka_consumer(
                 f"replayed-skipped={s.replayed_skipped} dropped={c.dropped} applied-ts={s.applied_ts}")  # fmt: skip
         click.echo(("\r" if tty else "") + line, err=True, nl=not tty)
 
-    backoff = 0.5
-    while not stop.is_set():
-        consumer = KafkaConsumer(config, target)
-        try:
-            consumer.run(stop, show)
-        except SparkcdcError as e:
-            if not e.retryable:
-                raise
-            log.warning("retryable error, retrying in %.1fs: %s", backoff, e.message)
-            stop.wait(backoff)
-            backoff = min(backoff * 2, 30.0)
-        finally:
-            consumer.close()
+    try:
+        backoff = 0.5
+        while not stop.is_set():
+            consumer = KafkaConsumer(config, target)
+            current[:] = [consumer]
+            try:
+                consumer.run(stop, show)
+            except SparkcdcError as e:
+                if not e.retryable:
+                    raise
+                log.warning("retryable error, retrying in %.1fs: %s", backoff, e.message)
+                stop.wait(backoff)
+                backoff = min(backoff * 2, 30.0)
+            finally:
+                consumer.close()
+    finally:
+        if stop_metrics is not None:
+            stop_metrics()
