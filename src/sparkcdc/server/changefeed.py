@@ -343,7 +343,7 @@ class ChangefeedManager:
                 log.warning("changefeed=%s: runner cleanup failed: %s", changefeed_id, e)
             deleted = self.store.delete(namespace, changefeed_id)
             self.metrics.forget(namespace, changefeed_id)
-            self._catch_up.forget(changefeed_id)
+            self._catch_up.forget(f"{namespace}/{changefeed_id}")
             self.history.forget(f"{namespace}/{changefeed_id}")
             log.info("removed changefeed=%s", changefeed_id)
             return deleted
@@ -401,8 +401,9 @@ class ChangefeedManager:
             checkpoint = max(status.checkpoint_ts, min(checkpoint, info.target_ts))
         resolved = max(status.resolved_ts, st.resolved_ts, checkpoint)
         rows = st.totals.rows if st.totals else 0
-        self._catch_up.update(info.id, checkpoint, rows)
-        self.history.record(f"{info.namespace}/{info.id}", checkpoint, rows)
+        name = f"{info.namespace}/{info.id}"
+        self._catch_up.update(name, checkpoint, rows)
+        self.history.record(name, checkpoint, rows)
         new_status = ChangefeedStatus(checkpoint, resolved, st.warning)
         new_state = FeedState.WARNING if st.warning is not None else FeedState.NORMAL
         if info.target_ts and checkpoint >= info.target_ts:
