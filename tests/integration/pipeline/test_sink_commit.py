@@ -106,7 +106,7 @@ def test_commit_publishes_index_ddl_then_checkpoint_and_never_goes_back(tmp_path
     progress = read_progress(Path(s.state_dir) / "progress.json")
     assert progress is not None and progress.checkpoint_ts == 300
     assert progress.batch_start_ts == 100  # Spark may replay this batch until it records it: the relay GC floor
-    assert progress.totals == SinkTotals(rows=1, size=msg.size, batches=1)
+    assert progress.totals == SinkTotals(rows=1, size=msg.size, batches=1, last_synced_ts=200)
     assert progress.last is not None and progress.last.rows == 1 and 2.0 <= progress.last.batch_seconds < 60
     # a replayed older batch (restart before Spark recorded its commit) must not move the checkpoint back
     old = write_partition(s, iter([mark_row(100, 250, planned)]))
