@@ -36,6 +36,10 @@ class FeedState(StrEnum):
     PENDING = "pending"
 
 
+# the states in which a changefeed replicates (FeedState is a StrEnum: the API's state strings match too)
+RUNNING = frozenset({FeedState.NORMAL, FeedState.WARNING, FeedState.PENDING})
+
+
 def validate_changefeed_id(changefeed_id: str) -> None:
     """TiCDC's rule: ``^[a-zA-Z0-9]+(-[a-zA-Z0-9]+)*$``, at most 128 characters. Raises ConfigError."""
     if not isinstance(changefeed_id, str) or not _ID_RE.match(changefeed_id) or len(changefeed_id) > 128:

@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 import click
 
 from sparkcdc.changefeed.config import ReplicaConfig, merge_documents, read_toml_file
+from sparkcdc.changefeed.info import RUNNING
 from sparkcdc.cli.client import DEFAULT_SERVER, APIClient
 from sparkcdc.errors import ConfigError, SparkcdcError
 from sparkcdc.model import tso
@@ -241,9 +242,9 @@ def query(ctx: click.Context, server: str | None, changefeed_id: str, namespace:
 
 def _with_lag(doc: dict[str, Any], checkpoint_ts: int) -> dict[str, Any]:
     """Ours: ``checkpoint_lag``, how far a running changefeed's checkpoint trails this host's clock, in words."""
-    if doc.get("state") not in ("normal", "warning", "pending") or not checkpoint_ts:
+    if doc.get("state") not in RUNNING or not checkpoint_ts:
         return doc
-    return {**doc, "checkpoint_lag": describe_lag(max(0.0, time.time() - tso.physical(int(checkpoint_ts)) / 1000))}
+    return {**doc, "checkpoint_lag": describe_lag(tso.lag_seconds(int(checkpoint_ts), time.time()))}
 
 
 @changefeed.command("pause")

@@ -53,7 +53,7 @@ class _Collector:
                                 "host's clock", labels=["changefeed"])  # fmt: skip
         if applied_ts:
             ts.add_metric([self.changefeed], tso.physical(applied_ts))
-            lag.add_metric([self.changefeed], max(0.0, self.clock() - tso.physical(applied_ts) / 1000))
+            lag.add_metric([self.changefeed], tso.lag_seconds(applied_ts, self.clock()))
         yield ts
         yield lag
 

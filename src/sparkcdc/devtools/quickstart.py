@@ -28,6 +28,7 @@ from typing import Any
 
 import click
 
+from sparkcdc.changefeed.info import RUNNING
 from sparkcdc.devtools.mariadb import CDC_PASSWORD, CDC_USER, MariaDB
 from sparkcdc.errors import ConfigError, SparkcdcError
 from sparkcdc.model import tso
@@ -141,7 +142,7 @@ def _wait_checkpoint(server: _Server, current: Callable[[], int], target: int, t
         if ts >= target:
             return ts
         info = server.changefeed()
-        if info.get("state") not in ("normal", "warning", "pending"):
+        if info.get("state") not in RUNNING:
             raise SparkcdcError(f"changefeed is {info.get('state')}: {info.get('error')}; see {server.log}")
         if time.monotonic() > deadline:
             raise SparkcdcError(f"checkpoint {ts} did not reach {target} in {timeout:.0f}s; see {server.log}")

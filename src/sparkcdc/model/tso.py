@@ -30,6 +30,11 @@ def physical(tso: int) -> int:
     return tso >> LOGICAL_BITS
 
 
+def lag_seconds(tso: int, now_s: float) -> float:
+    """How far ``tso`` trails the Unix time ``now_s``, in seconds (0 when it is ahead)."""
+    return max(0.0, now_s - physical(tso) / 1000)
+
+
 def logical(tso: int) -> int:
     return tso & MAX_LOGICAL
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import logging
 import os
-import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -21,11 +20,11 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from sparkcdc import __version__
 from sparkcdc.changefeed.config import ReplicaConfig
-from sparkcdc.changefeed.info import DEFAULT_NAMESPACE, ERR_API_INVALID_PARAM
+from sparkcdc.changefeed.info import DEFAULT_NAMESPACE, ERR_API_INVALID_PARAM, RUNNING
 from sparkcdc.errors import ConfigError, SparkcdcError
 from sparkcdc.model import tso
 from sparkcdc.server import api_model, dashboard
-from sparkcdc.server.changefeed import RUNNING, ChangefeedManager, CreateRequest, states_needed
+from sparkcdc.server.changefeed import ChangefeedManager, CreateRequest, states_needed
 from sparkcdc.server.cluster import Membership, SingleNode
 from sparkcdc.server.metrics import CONTENT_TYPE
 
@@ -146,9 +145,8 @@ def create_app(manager: ChangefeedManager, membership: Membership | None = None)
     @app.get("/dashboard", response_class=HTMLResponse)
     def status_page() -> str:
         """The status page (``sparkcdc.server.dashboard``), served by the owner (it polls the changefeeds)."""
-        feeds = [dashboard.FeedRow(info, st, manager.history.rows_per_second(f"{info.namespace}/{info.id}"),
-                                   manager.history.samples(f"{info.namespace}/{info.id}"))
-                 for info, st in manager.list(None)]  # fmt: skip
+        feeds = [dashboard.FeedRow(info, st, manager.history.rows_per_second(name), manager.history.samples(name))
+                 for info, st in manager.list(None) for name in [f"{info.namespace}/{info.id}"]]  # fmt: skip
         return dashboard.render(cluster.cluster_id, feeds, cluster.captures(), manager.clock())
 
     @app.get("/metrics")
@@ -265,7 +263,7 @@ def create_app(manager: ChangefeedManager, membership: Membership | None = None)
         info, st = manager.get(namespace, changefeed_id)
         totals = manager.metrics.totals().get((namespace, changefeed_id))
         last = totals.last_synced_ts if totals and totals.last_synced_ts else info.start_ts  # none since its start
-        return api_model.synced_status(info.config, st, last, time.time_ns() // 1_000_000)
+        return api_model.synced_status(info.config, st, last, int(manager.clock() * 1000))
 
     @app.get("/api/v2/changefeeds/{changefeed_id}/status")
     def cf_status(changefeed_id: str, namespace: str = DEFAULT_NAMESPACE) -> dict[str, Any]:

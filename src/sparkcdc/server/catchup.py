@@ -50,7 +50,7 @@ class CatchUpLog:
         """Returns (and logs) the progress line when one is due."""
         now = self.monotonic()
         checkpoint_ms = tso.physical(checkpoint_ts)
-        lag = self.clock() - checkpoint_ms / 1000
+        lag = tso.lag_seconds(checkpoint_ts, self.clock())
         mark = self._marks.get(changefeed)
         if lag <= BEHIND_S:
             self._marks.pop(changefeed, None)

@@ -31,6 +31,7 @@ from sparkcdc.changefeed.config import ReplicaConfig
 from sparkcdc.changefeed.info import (
     DEFAULT_NAMESPACE,
     ERR_API_INVALID_PARAM,
+    RUNNING,
     ChangefeedInfo,
     ChangefeedStatus,
     FeedState,
@@ -57,7 +58,6 @@ ERR_TARGET_TS_BEFORE_START_TS = "CDC:ErrTargetTsBeforeStartTs"
 ERR_UPDATE_REFUSED = "CDC:ErrChangefeedUpdateRefused"
 ERR_CHECKPOINT_IN_FUTURE = "CDC:ErrCliCheckpointTsIsInFuture"
 
-RUNNING = frozenset({FeedState.NORMAL, FeedState.WARNING, FeedState.PENDING})
 _PAUSABLE = RUNNING
 _RESUMABLE = frozenset({FeedState.STOPPED, FeedState.FAILED, FeedState.FINISHED})
 _UPDATABLE = frozenset({FeedState.STOPPED, FeedState.FAILED})

@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from html import escape
 
 from sparkcdc import __version__
-from sparkcdc.changefeed.info import ChangefeedInfo, ChangefeedStatus, FeedState
+from sparkcdc.changefeed.info import RUNNING, ChangefeedInfo, ChangefeedStatus
 from sparkcdc.model import tso
 from sparkcdc.server.api_model import json_time
 from sparkcdc.server.catchup import describe_lag
@@ -21,7 +21,6 @@ from sparkcdc.server.lag_history import WINDOW_S, Sample
 
 REFRESH_S = 10
 _W, _H, _PAD = 640, 160, 36  # chart size and left/bottom margin (px)
-_RUNNING = (FeedState.NORMAL, FeedState.WARNING, FeedState.PENDING)
 
 _CSS = """
 body{font:14px/1.4 system-ui,sans-serif;margin:24px;color:#1d2330;background:#fafbfc}
@@ -46,7 +45,7 @@ class FeedRow:
 
 def render(cluster_id: str, feeds: Sequence[FeedRow], captures: Sequence[CaptureInfo], now: float) -> str:
     rows = "".join(_feed_row(f, now) for f in feeds) or '<tr><td colspan="6">no changefeeds</td></tr>'
-    charts = "".join(_chart(f, now) for f in feeds if f.info.state in _RUNNING) or "<p>no running changefeeds</p>"
+    charts = "".join(_chart(f, now) for f in feeds if f.info.state in RUNNING) or "<p>no running changefeeds</p>"
     caps = "".join(
         f'<tr data-capture="{escape(c.id)}"><td>{escape(c.id)}</td><td>{escape(c.address)}</td>'
         f"<td>{'owner' if c.is_owner else ''}</td></tr>"
@@ -67,8 +66,8 @@ def render(cluster_id: str, feeds: Sequence[FeedRow], captures: Sequence[Capture
 
 def _feed_row(f: FeedRow, now: float) -> str:
     info, st = f.info, f.status
-    running = info.state in _RUNNING
-    lag = describe_lag(max(0.0, now - tso.physical(st.checkpoint_ts) / 1000)) if running else ""
+    running = info.state in RUNNING
+    lag = describe_lag(tso.lag_seconds(st.checkpoint_ts, now)) if running else ""
     error = info.error or st.last_warning
     err = f"[{escape(error.code)}] {escape(error.message)}" if error else ""
     name = f"{info.namespace}/{info.id}"

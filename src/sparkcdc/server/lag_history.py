@@ -33,7 +33,7 @@ class LagHistory:
 
     def record(self, changefeed: str, checkpoint_ts: int, rows: int) -> None:
         now = self.clock()
-        lag = max(0.0, now - tso.physical(checkpoint_ts) / 1000)
+        lag = tso.lag_seconds(checkpoint_ts, now)
         with self._lock:
             samples = self._samples.setdefault(changefeed, deque())
             if samples and now - samples[-1].at < SAMPLE_S:

@@ -30,7 +30,7 @@ from typing import Any
 from prometheus_client import CONTENT_TYPE_LATEST, CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
 
-from sparkcdc.changefeed.info import ChangefeedInfo, ChangefeedStatus, FeedState
+from sparkcdc.changefeed.info import RUNNING, ChangefeedInfo, ChangefeedStatus, FeedState
 from sparkcdc.changefeed.runner import CaptureStats, RunnerStatus, SinkTotals
 from sparkcdc.model import tso
 
@@ -39,7 +39,6 @@ LABELS = ("namespace", "changefeed")
 # TiCDC's FeedState.ToInt (cdc/model/changefeed.go)
 STATE_CODES = {FeedState.NORMAL: 0, FeedState.PENDING: 1, FeedState.FAILED: 2, FeedState.STOPPED: 3,
                FeedState.FINISHED: 4, FeedState.REMOVED: 5, FeedState.WARNING: 6}  # fmt: skip
-_RUNNING = (FeedState.NORMAL, FeedState.WARNING, FeedState.PENDING)
 _SECONDS = tuple(0.01 * 2**i for i in range(18))  # 10 ms .. 22 min, TiCDC's sink duration buckets
 
 Key = tuple[str, str]
@@ -121,7 +120,7 @@ class _Collector:
 
     def collect(self) -> Iterator[Metric]:
         m = self.m
-        now_ms = m.clock() * 1000
+        now = m.clock()
         status = GaugeMetricFamily("ticdc_owner_status", "The status of changefeeds", labels=LABELS)
         gauges = {name: GaugeMetricFamily(name, doc, labels=LABELS) for name, doc in (
             ("ticdc_owner_checkpoint_ts", "checkpoint ts of changefeeds"),
@@ -133,12 +132,11 @@ class _Collector:
             for info, st in m._changefeeds():
                 labels = [info.namespace, info.id]
                 status.add_metric(labels, STATE_CODES.get(info.state, -1))
-                if info.state not in _RUNNING:
+                if info.state not in RUNNING:
                     continue
                 for what, ts in (("checkpoint", st.checkpoint_ts), ("resolved", st.resolved_ts)):
-                    physical = tso.physical(ts)
-                    gauges[f"ticdc_owner_{what}_ts"].add_metric(labels, physical)
-                    gauges[f"ticdc_owner_{what}_ts_lag"].add_metric(labels, max(0.0, (now_ms - physical) / 1000))
+                    gauges[f"ticdc_owner_{what}_ts"].add_metric(labels, tso.physical(ts))
+                    gauges[f"ticdc_owner_{what}_ts_lag"].add_metric(labels, tso.lag_seconds(ts, now))
         yield status
         yield from gauges.values()
         # TiCDC's counter name lacks ``_total``, which prometheus_client would add to a counter: exposed untyped
@@ -154,7 +152,7 @@ class _Collector:
                                 "this server's clock (the upstream's binlog not yet captured)")  # fmt: skip
         relay = GaugeMetricFamily("sparkcdc_relay_log_bytes", "Bytes of the capture's relay log on disk")
         if capture is not None:
-            lag.add_metric([], max(0.0, (now_ms - tso.physical(capture.resolved_ts)) / 1000))
+            lag.add_metric([], tso.lag_seconds(capture.resolved_ts, now))
             relay.add_metric([], capture.relay_bytes)
         yield lag
         yield relay
