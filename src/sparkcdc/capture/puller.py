@@ -22,7 +22,7 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pymysql  # type: ignore[import-untyped]
 
@@ -37,6 +37,7 @@ from sparkcdc.capture.relay_log import (
     RelayLogWriter,
     reservations,
 )
+from sparkcdc.capture.reservations import Reservations, position_key
 from sparkcdc.capture.schema_history import SchemaTracker
 from sparkcdc.capture.table_map import TableMap, parse_table_map
 from sparkcdc.errors import ConfigError, UpstreamError
@@ -45,7 +46,23 @@ from sparkcdc.model import tso
 
 log = logging.getLogger(__name__)
 
-__all__ = ["Puller", "PullerConfig", "next_commit_ts"]
+__all__ = ["CaptureLeader", "Puller", "PullerConfig", "next_commit_ts"]
+
+LEADER_POLL_S = 0.05
+
+
+class CaptureLeader(Protocol):
+    """The capture a follower's puller trails: the cluster owner's, seen through the shared store."""
+
+    def published(self) -> BinlogPosition | None:
+        """Where the owner's relay log is durable (None: the owner has not published yet)."""
+        ...
+
+    def reservations(self) -> dict[tuple[str, int], int]: ...
+
+
+class _Interrupted(Exception):
+    """``stop`` was set while a follower waited for its leader."""
 
 
 
@@ -107,20 +124,30 @@ class Puller:
         reserved: dict[tuple[str, int], int] | None = None,
         on_reserve: Callable[[str, int, int], None] | None = None,
         on_start: Callable[[BinlogPosition], None] | None = None,
+        leader: CaptureLeader | None = None,
     ) -> None:
         """``reserved``: reservations made elsewhere (another server of a cluster) to apply as well as the relay
         log's; ``on_reserve(file, pos, tso)`` makes a reservation durable there before it counts (raise to
-        refuse it); ``on_start`` is told where a fresh relay log starts, before anything is pulled."""
+        refuse it); ``on_start`` is told where a fresh relay log starts, before anything is pulled.
+
+        With ``leader`` the puller follows another capture instead of allocating TSOs itself: it gives a
+        transaction its commit-ts only once the leader's relay log holds it (so every reservation that applies
+        to it is known), and its heartbeats adopt the leader's reservations instead of making their own. Its
+        relay log is then the leader's, commit-ts for commit-ts."""
         self.config = config
         self.start = start or StartPoint.now()
         self._on_reserve = on_reserve
         self._on_start = on_start
+        self._leader = leader
+        self._led_to: tuple[int, int] = (-1, 0)  # the leader's published position last read
+        self._stop: threading.Event | None = None
         self.writer = RelayLogWriter(config.data_dir, config.segment_bytes)
         self.tracker = SchemaTracker(self.writer.db)
         self._stream = BinlogStream(config, lambda: f"{self.file or self.gtid_state}:{self.pos}")
         self._checksum = False
         self._events = 0
-        self._reserved = {**(reserved or {}), **reservations(self.writer.db)}
+        self._reserved = Reservations(reserved)
+        self._reserved.merge(reservations(self.writer.db))  # at one position the larger counts
         self._skip_until = 0
         self._txn: _Txn | None = None
         self._first_pending = 0.0
@@ -134,6 +161,7 @@ class Puller:
         else:
             self.file, self.pos, self.last_tso, self.resolved_ts = "", 4, 0, 0
             self._fresh = True
+        self._applied = position_key(self.file, self.pos)  # where the last transaction ended
 
     # -- state helpers -----------------------------------------------------------------------------
     def _set_gtid_state(self, text: str) -> None:
@@ -221,6 +249,7 @@ class Puller:
         finally:
             conn.close()
         self.resolved_ts = self.last_tso
+        self._applied = position_key(self.file, self.pos)
         if self._on_start is not None:  # before the relay log exists: a failure here leaves it fresh for a retry
             self._on_start(BinlogPosition(self.file, self.pos, self.gtid_state, self.last_tso))
         # the oldest commit-ts a changefeed can start after, written before the relay log exists (a crash in
@@ -272,11 +301,14 @@ class Puller:
             self._fresh = False
         deadline = None if timeout is None else time.monotonic() + timeout
         attempts = 0
+        self._stop = stop
         while True:
             try:
                 self._open_stream()
                 self._events = 0
                 self._pump(stop, until, deadline)
+                return
+            except _Interrupted:
                 return
             except UpstreamError as e:
                 if not e.retryable:
@@ -425,14 +457,17 @@ class Puller:
     def _commit(self, event_ts: int, log_pos: int) -> None:
         txn = self._txn
         assert txn is not None
+        if self._leader is not None:
+            self._await_leader(position_key(self.file, log_pos or self.pos))
         self._txn = None
-        # A heartbeat reserved a TSO at this group's start position in an earlier run (before a rewind):
-        # apply it again so the commit-ts comes out identical.
-        reserved = self._reserved.get(txn.start, 0)
+        # Heartbeats reserved TSOs since the previous group ended (in an earlier run before a rewind, or on the
+        # leader): apply them again so the commit-ts comes out identical.
+        reserved = self._reserved.largest_in(self._applied, position_key(*txn.start))
         commit_ts = next_commit_ts(event_ts, max(self.last_tso, reserved))
         self.last_tso = commit_ts
         if log_pos:
             self.pos = log_pos
+        self._applied = position_key(self.file, self.pos)
         flags = FLAG_CHECKSUM if self._checksum else 0
         if commit_ts <= self._skip_until:
             self.writer.abort()
@@ -448,17 +483,37 @@ class Puller:
             self._first_pending = time.monotonic()
         self.writer.commit(commit_ts, flags, self.file, self.pos, txn.gtid, self.gtid_state)
 
+    def _await_leader(self, end: tuple[int, int]) -> None:
+        """Wait until the leader's relay log holds everything up to ``end``, then take its reservations: the
+        leader stores a reservation before it applies it, and publishes a position only once it is durable."""
+        assert self._leader is not None
+        if self._led_to >= end:
+            return
+        while True:
+            published = self._leader.published()
+            if published is not None and published.key() >= end:
+                self._led_to = published.key()
+                self._reserved.merge(self._leader.reservations())
+                return
+            if self._stop is not None and self._stop.wait(LEADER_POLL_S):
+                raise _Interrupted
+            if self._stop is None:
+                time.sleep(LEADER_POLL_S)
+
     def _heartbeat(self) -> None:
         if self.writer.pending:
             self._flush()
-        now_ms = int((time.time() + self._stream.clock_offset) * 1000)
-        candidate = tso.compose(now_ms)
+        if self._leader is not None:
+            self._reserved.merge(self._leader.reservations())
+            candidate = self._reserved.largest_in(self._applied, position_key(self.file, self.pos))
+        else:
+            candidate = tso.compose(int((time.time() + self._stream.clock_offset) * 1000))
         if candidate > self.last_tso:
             if self._on_reserve is not None:
                 self._on_reserve(self.file, self.pos, candidate)
             self.last_tso = candidate
             self.resolved_ts = candidate
-            self._reserved[(self.file, self.pos)] = candidate
+            self._reserved.add(self.file, self.pos, candidate)
             self.writer.flush(self._progress(),
                               [*self.tracker.take_pending(), (RESERVE_SQL, (self.file, self.pos, candidate))])
 

@@ -42,7 +42,7 @@ Contract (the pipeline's runner must honour it):
 ``activate()`` / ``suspend()``
     This server became / stopped being the cluster's owner (``cdc server --pd``; a lone server is activated
     once). ``activate`` comes before any ``start``; ``suspend`` after every changefeed was stopped: release
-    what only the owner may run (the capture of a shared upstream, ``SharedCaptureState``).
+    what only the owner may run (allocating the commit-ts of a shared upstream, ``SharedCaptureState``).
 ``capture_stats() -> CaptureStats | None``
     The upstream capture this server runs (relay log resolved ts and size), None when it runs none. Cheap.
 ``close()``
@@ -72,13 +72,17 @@ class SharedCaptureState(Protocol):
 
     ``anchor``: a transaction boundary (file, pos, GTID state, its commit-ts as ``last_tso``) at or below every
     changefeed's checkpoint, None before the first capture. ``reserve`` must be durable before it returns (the
-    reservation then shows in resolved ts); both writes are fenced: they fail on a server no longer the owner.
+    reservation then shows in resolved ts). ``publish``: where the owner's relay log is durable, so that the
+    other servers' follower captures (``sparkcdc.capture.puller.CaptureLeader``) may commit up to there; it
+    never moves back. The three writes are fenced: they fail on a server no longer the owner.
     """
 
     def anchor(self) -> BinlogPosition | None: ...
     def set_anchor(self, position: BinlogPosition) -> None: ...
     def reservations(self) -> dict[tuple[str, int], int]: ...
     def reserve(self, file: str, pos: int, tso: int) -> None: ...
+    def published(self) -> BinlogPosition | None: ...
+    def publish(self, position: BinlogPosition) -> None: ...
 
 
 @dataclass(frozen=True)
@@ -95,8 +99,8 @@ class RunnerContext:
     # file descriptors the runner's engine processes keep open while they live (the data-dir lock, so that a new
     # server waits until a killed server's Spark JVM, which outlives it for a moment, has exited)
     hold_fds: tuple[int, ...] = ()
-    # a cluster's shared capture state (cdc server --pd): the capture then runs only while this server is the
-    # owner (``ChangefeedRunner.activate``/``suspend``), from the shared anchor
+    # a cluster's shared capture state (cdc server --pd): the capture allocates commit-ts only while this server
+    # is the owner (``ChangefeedRunner.activate``/``suspend``) and follows the owner's otherwise
     shared_capture: SharedCaptureState | None = None
 
     def changefeed_dir(self, namespace: str, changefeed_id: str) -> Path:

@@ -26,9 +26,11 @@ import json
 import logging
 import re
 import shutil
+import socket
 import sqlite3
 import threading
 import time
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -63,52 +65,78 @@ _PERMANENT = frozenset({
     "CDC:ErrSnapshotTableChanged",
 })  # fmt: skip
 MAX_RESTARTS = 5
+FOLLOWER_GC_INTERVAL_S = 60.0
 SNAPSHOT_LOG_SECONDS = 10.0
 
 
 class CaptureThread:
-    """Runs the upstream's puller in the server process; restarts it after retryable failures."""
+    """Runs the upstream's puller in the server process; restarts it after retryable failures.
+
+    In a cluster (``shared``) it either leads (``follow=False``, on the owner: allocates commit-ts, stores its
+    reservations and publishes how far its relay log is durable) or follows the leader's published position
+    (every other server), so that each server holds the same relay log and can run any changefeed at once."""
+
+    PUBLISH_INTERVAL_S = 0.1
 
     def __init__(self, upstream_uri: str, capture_dir: Path, segment_bytes: int = 256 << 20,
-                 shared: SharedCaptureState | None = None) -> None:  # fmt: skip
+                 shared: SharedCaptureState | None = None, follow: bool = False) -> None:  # fmt: skip
         self.args = parse_mysql_uri(upstream_uri)
         self.capture_dir = capture_dir
         self.segment_bytes = segment_bytes
         self.shared = shared
+        self.follow = follow
         self.stop_event = threading.Event()
         self.error: SparkcdcError | None = None
         self.warning: SparkcdcError | None = None
         self.thread = threading.Thread(target=self._loop, daemon=True, name="capture")
+        self.publisher: threading.Thread | None = None
+        if shared is not None and not follow:
+            self.publisher = threading.Thread(target=self._publish_loop, daemon=True, name="capture-publisher")
 
     def start(self, timeout: float = 60.0) -> int:
         """Start pulling; wait until the relay log exists. Returns the relay log's bootstrap ts (the oldest
         commit-ts a changefeed can start after). Raises UpstreamError when capture cannot start."""
-        self.thread.start()
-        marker = self.capture_dir / BOOTSTRAP_FILE
+        self.start_pulling()
         deadline = time.monotonic() + timeout
         while True:
             if self.error is not None:
                 raise self.error
-            resolved = self.resolved_ts()
-            if resolved:
-                break
+            if self.bootstrap_ts():
+                return self.bootstrap_ts()
             if time.monotonic() > deadline:
                 raise UpstreamError(f"capture did not start within {timeout:.0f}s; check --upstream", retryable=True)
             self.stop_event.wait(0.05)
+
+    def start_pulling(self) -> None:
+        """Start pulling without waiting (a follower may wait long for the cluster's first owner)."""
+        self.thread.start()
+        if self.publisher is not None:
+            self.publisher.start()
+
+    def bootstrap_ts(self) -> int:
+        """The relay log's bootstrap ts, 0 while it does not exist yet."""
+        resolved = self.resolved_ts()
+        if not resolved:
+            return 0
+        marker = self.capture_dir / BOOTSTRAP_FILE
         if not marker.exists():  # a relay log from before the puller wrote it: its first resolved ts is close
             marker.write_text(str(resolved))
         return int(marker.read_text())
 
     def resolved_ts(self) -> int:
+        progress = self._progress()
+        return progress.resolved_ts if progress else 0
+
+    def _progress(self) -> Any:
         from sparkcdc.capture import RelayLog
 
         if not (self.capture_dir / "relay" / "index.db").exists():
-            return 0
+            return None
         relay = RelayLog(self.capture_dir)
         try:
-            return relay.resolved_ts()
+            return relay.progress()
         except (SparkcdcError, sqlite3.Error):  # the puller is still creating the index
-            return 0
+            return None
         finally:
             relay.close()
 
@@ -119,7 +147,8 @@ class CaptureThread:
         while not self.stop_event.is_set():
             puller = None
             try:
-                config = PullerConfig(data_dir=str(self.capture_dir), segment_bytes=self.segment_bytes, **self.args)
+                config = PullerConfig(data_dir=str(self.capture_dir), segment_bytes=self.segment_bytes,
+                                      server_id=replica_server_id(self.capture_dir), **self.args)  # fmt: skip
                 puller = self._puller(config)
                 puller.run(self.stop_event)
                 self.warning = None
@@ -153,14 +182,50 @@ class CaptureThread:
             return Puller(config, StartPoint.now())
         shared = self.shared
         anchor = shared.anchor()
+        if self.follow:
+            if anchor is None and self._progress() is None:
+                raise UpstreamError("waiting for the cluster's owner to start capturing", retryable=True)
+            return Puller(config, StartPoint.at(anchor) if anchor else None, leader=shared)
         if anchor is None:  # the cluster's first capture: where it starts is the anchor
             return Puller(config, StartPoint.now(), on_reserve=shared.reserve, on_start=shared.set_anchor)
         return Puller(config, StartPoint.at(anchor), reserved=shared.reservations(), on_reserve=shared.reserve)
 
+    def _publish_loop(self) -> None:
+        """Publish the durable position for the followers; a refused write (no longer the owner) ends it."""
+        assert self.shared is not None
+        try:
+            self.shared.published()  # what the previous owner got to: never publish below it
+        except SparkcdcError as e:
+            log.warning("capture: reading the published position: %s", e)
+        failing = False
+        while not self.stop_event.wait(self.PUBLISH_INTERVAL_S):
+            p = self._progress()
+            if p is None:
+                continue
+            try:
+                self.shared.publish(BinlogPosition(p.binlog_file, p.binlog_pos, p.gtid_state, p.last_tso))
+                failing = False
+            except SparkcdcError as e:
+                if not e.retryable:
+                    log.info("capture: no longer publishing its position: %s", e)
+                    return
+                if not failing:  # once per outage: etcd being away is logged by the capture session too
+                    log.warning("capture: publishing its position failed, retrying: %s", e)
+                failing = True
+
     def close(self) -> None:
         self.stop_event.set()
-        if self.thread.is_alive():
-            self.thread.join(30)
+        for thread in (self.thread, self.publisher):
+            if thread is not None and thread.is_alive():
+                thread.join(30)
+
+
+def replica_server_id(capture_dir: Path) -> int:
+    """The server_id this capture's binlog connection uses. MariaDB and MySQL drop a replica connection when
+    another one connects with the same id, so every capture of an upstream needs its own: a cluster's leader and
+    followers, or two clusters. Derived from the host and the capture directory, so a restart keeps it; in
+    0x40000000-0x4FFFFFFF, far from the small ids servers are usually given and from ``BDR_SERVER_ID``."""
+    return 0x4000_0000 | (zlib.crc32(f"{socket.gethostname()}:{capture_dir.resolve()}".encode()) & 0x0FFF_FFFF)
 
 
 @dataclass
@@ -205,42 +270,99 @@ class SparkRunner:
         self._spark_error: BaseException | None = None
         self._spark_ready = threading.Event()
         self.capture: CaptureThread | None = None
-        self.bootstrap_ts = 0
         self.gc_ts = read_gc_ts(self.capture_dir)
+        self._closed = threading.Event()
         if spark is None:
             threading.Thread(target=self._build_session, daemon=True, name="spark-session").start()
         else:
             self._spark_ready.set()
         self._capture = capture and bool(ctx.upstream_uri)
         if self._capture and ctx.shared_capture is None:
-            self._start_capture()
+            self._start_capture(follow=False)
+        elif self._capture:
+            self._start_capture(follow=True)
+            threading.Thread(target=self._follower_gc_loop, daemon=True, name="relay-gc").start()
 
-    def _start_capture(self) -> None:
+    def _start_capture(self, follow: bool) -> None:
+        """Start capturing; a leader waits until its relay log exists, a follower does not (it may wait long
+        for the cluster's first owner)."""
         assert self.ctx.upstream_uri is not None
+        shared = self.ctx.shared_capture
+        if shared is not None and not self._relay_fits(shared.anchor()):
+            log.info("the relay log here does not cover the cluster's capture anchor; capturing afresh from it")
+            shutil.rmtree(self.capture_dir, ignore_errors=True)
+            self.gc_ts = 0
         self.capture = CaptureThread(self.ctx.upstream_uri, self.capture_dir, self.ctx.relay_segment_bytes,
-                                     self.ctx.shared_capture)  # fmt: skip
-        self.bootstrap_ts = self.capture.start()
+                                     shared, follow=follow)  # fmt: skip
+        if follow:
+            self.capture.start_pulling()
+        else:
+            self.capture.start()
+
+    def _relay_fits(self, anchor: BinlogPosition | None) -> bool:
+        """Whether this server's relay log can go on serving the cluster: it must start at or before the
+        anchor and reach it (the reservations below the anchor are gone, so it cannot be re-pulled there)."""
+        from sparkcdc.capture import RelayLog
+
+        if anchor is None or not (self.capture_dir / "relay" / "index.db").exists():
+            return True
+        try:
+            start = int((self.capture_dir / BOOTSTRAP_FILE).read_text())
+            relay = RelayLog(self.capture_dir)
+            try:
+                progress = relay.progress()
+            finally:
+                relay.close()
+        except (OSError, ValueError, SparkcdcError, sqlite3.Error):
+            return False
+        if progress is None:
+            return False
+        end = BinlogPosition(progress.binlog_file, progress.binlog_pos)
+        return start <= anchor.last_tso and end.key() >= anchor.key()
 
     # -- cluster ownership ---------------------------------------------------------------------------
     def activate(self) -> None:
-        """In a cluster, capture from the shared anchor: this server's relay log (if any) is from an earlier
-        ownership and may lack what the previous owner captured, so it is replaced. The first capture of a
+        """In a cluster, lead the capture: this server's relay log followed the previous owner's, commit-ts
+        for commit-ts, so it goes on from its end with the cluster's reservations. The first capture of a
         cluster starts now and makes its start the anchor."""
-        shared = self.ctx.shared_capture
-        if shared is None or not self._capture or self.capture is not None:
+        if self.ctx.shared_capture is None or not self._capture:
             return
-        shutil.rmtree(self.capture_dir, ignore_errors=True)
-        self.gc_ts = 0
-        self._start_capture()
-        log.info("capture started for the cluster at commit-ts %d", self.bootstrap_ts)
+        if self.capture is not None and not self.capture.follow:
+            return
+        self._stop_capture()
+        self._start_capture(follow=False)
+        log.info("capture leads the cluster (relay log from commit-ts %d)", self._bootstrap_ts())
 
     def suspend(self) -> None:
-        """Stop the cluster's capture here (the changefeeds are already stopped): the new owner captures."""
-        if self.ctx.shared_capture is None or self.capture is None:
+        """Follow the new owner's capture (the changefeeds are already stopped)."""
+        if self.ctx.shared_capture is None or not self._capture:
             return
-        self.capture.close()
-        self.capture = None
-        self.bootstrap_ts = 0
+        self._stop_capture()
+        self._start_capture(follow=True)
+
+    def _stop_capture(self) -> None:
+        if self.capture is not None:
+            self.capture.close()
+            self.capture = None
+
+    def _bootstrap_ts(self) -> int:
+        return self.capture.bootstrap_ts() if self.capture is not None else 0
+
+    def _follower_gc_loop(self) -> None:
+        """A follower releases its relay log below the cluster's anchor, which the owner moves with the GC
+        safepoint (nothing below it is needed by any server)."""
+        shared = self.ctx.shared_capture
+        assert shared is not None
+        while not self._closed.wait(FOLLOWER_GC_INTERVAL_S):
+            capture = self.capture
+            if capture is None or not capture.follow:
+                continue
+            try:
+                anchor = shared.anchor()
+                if anchor is not None:
+                    self.gc(anchor.last_tso)
+            except SparkcdcError as e:
+                log.warning("follower relay log GC: %s", e)
 
     def capture_stats(self) -> CaptureStats | None:
         capture = self.capture
@@ -294,11 +416,12 @@ class SparkRunner:
                 f"bound {self.gc_ts}; resume it with --overwrite-checkpoint-ts at or above that bound",
                 code="CDC:ErrStartTsBeforeGC",
             )
-        if checkpoint_ts < self.bootstrap_ts and not (info.target_ts and checkpoint_ts >= info.target_ts):
+        bootstrap_ts = self._bootstrap_ts()
+        if checkpoint_ts < bootstrap_ts and not (info.target_ts and checkpoint_ts >= info.target_ts):
             # another server ran it before (ownership moved): this relay log never saw what came in between
             raise SparkcdcError(
                 f"changefeed {info.namespace}/{info.id}: checkpoint-ts {checkpoint_ts} is before this server's "
-                f"relay log starts ({self.bootstrap_ts}); the server that ran it captured the changes in between. "
+                f"relay log starts ({bootstrap_ts}); the server that ran it captured the changes in between. "
                 "Start that server again, or resume with --overwrite-checkpoint-ts at or above that ts (the "
                 "changes in between are then not replicated)",
                 code="CDC:ErrStartTsBeforeGC",
@@ -475,10 +598,10 @@ class SparkRunner:
     def current_tso(self) -> int:
         """The upstream's current TSO, but never below the relay log's start: right after the server starts,
         the previous upstream second (``MySQLUpstream.current_tso``) can still be older than the relay."""
-        return max(self.upstream.current_tso(), self.bootstrap_ts)
+        return max(self.upstream.current_tso(), self._bootstrap_ts())
 
     def oldest_retained_tso(self) -> int:
-        return max(self.upstream.oldest_retained_tso(), self.bootstrap_ts, self.gc_ts)
+        return max(self.upstream.oldest_retained_tso(), self._bootstrap_ts(), self.gc_ts)
 
     def gc(self, safepoint_ts: int) -> None:
         """Delete relay segments below the safepoint, kept above every running query's replay floor."""
@@ -489,7 +612,8 @@ class SparkRunner:
         if bound <= self.gc_ts or self.capture is None:
             return
         shared = self.ctx.shared_capture
-        if shared is not None:  # the anchor moves up first: a new owner never needs what is deleted next
+        if shared is not None and not self.capture.follow:
+            # the anchor moves up first: a new owner never needs what is deleted next
             anchor = self._relay_anchor(bound)
             if anchor is not None:
                 shared.set_anchor(anchor)
@@ -499,6 +623,7 @@ class SparkRunner:
     def close(self) -> None:
         """Stop every query between micro-batches (all drained first, so their running batches finish
         together), then capture and, when this runner built it, Spark and its JVM."""
+        self._closed.set()
         with self._lock:
             feeds = list(self._feeds.items())
         for _, feed in feeds:
@@ -509,8 +634,7 @@ class SparkRunner:
                     log.warning("changefeed=%s: cannot drain before stopping: %s", feed.spec.changefeed, e)
         for (ns, cf), _ in feeds:
             self.stop(ns, cf)
-        if self.capture is not None:
-            self.capture.close()
+        self._stop_capture()
         if self._owns_spark and self._spark_ready.wait(180) and self._spark is not None:
             from sparkcdc.pipeline.gateway import stop_gateway
 

@@ -109,3 +109,28 @@ def test_the_capture_state_keeps_the_anchor_and_the_reservations_after_it(etcd: 
         state.reserve("bin.000003", 8, 1300)
     assert ("bin.000003", 8) not in state.reservations()
     client.close()
+
+
+def test_the_published_position_never_moves_back_and_is_fenced(etcd: EtcdServer) -> None:
+    client = EtcdClient([etcd.endpoint])
+    owner_key = f"/test/{uuid.uuid4().hex}/owner"
+    client.put(owner_key, "me")
+    kv = client.get(owner_key)
+    assert kv is not None
+    cluster = f"test-{uuid.uuid4().hex[:8]}"
+    state = EtcdCaptureState(client, cluster, lambda: [created_at(owner_key, kv.create_revision)])
+    follower = EtcdCaptureState(client, cluster, lambda: [])
+    assert follower.published() is None
+    state.publish(BinlogPosition("bin.000002", 400, "0-1-7", 1000))
+    assert follower.published() == BinlogPosition("bin.000002", 400, "0-1-7", 1000)
+    # a new owner re-pulling from its own relay log's end publishes nothing until it passes the old position
+    successor = EtcdCaptureState(client, cluster, lambda: [created_at(owner_key, kv.create_revision)])
+    successor.publish(BinlogPosition("bin.000001", 900, "0-1-5", 900))
+    assert follower.published() == BinlogPosition("bin.000002", 400, "0-1-7", 1000)
+    successor.publish(BinlogPosition("bin.000003", 4, "0-1-9", 1200))
+    assert follower.published() == BinlogPosition("bin.000003", 4, "0-1-9", 1200)
+    client.delete(owner_key)
+    with pytest.raises(NotOwner):
+        successor.publish(BinlogPosition("bin.000003", 800, "0-1-10", 1300))
+    assert follower.published() == BinlogPosition("bin.000003", 4, "0-1-9", 1200)
+    client.close()
