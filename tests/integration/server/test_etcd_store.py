@@ -4,7 +4,7 @@ deposed owner's writes."""
 from __future__ import annotations
 
 import uuid
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
@@ -67,13 +67,20 @@ def test_the_same_changes_read_back_the_same(store: ChangefeedStore) -> None:
     assert [i.id for i, _ in store.list("default")] == ["cf2"]
 
 
-def test_a_deposed_owner_cannot_write(etcd: EtcdServer) -> None:
-    client = EtcdClient([etcd.endpoint])
+def owner_fence(client: EtcdClient) -> tuple[str, Callable[[], list[dict[str, Any]]]]:
+    """An owner key this test holds, and the fence of writes made as that owner."""
     owner_key = f"/test/{uuid.uuid4().hex}/owner"
     client.put(owner_key, "me")
     kv = client.get(owner_key)
     assert kv is not None
-    store = EtcdStore(client, f"test-{uuid.uuid4().hex[:8]}", fence=lambda: [created_at(owner_key, kv.create_revision)])
+    rev = kv.create_revision
+    return owner_key, lambda: [created_at(owner_key, rev)]
+
+
+def test_a_deposed_owner_cannot_write(etcd: EtcdServer) -> None:
+    client = EtcdClient([etcd.endpoint])
+    owner_key, fence = owner_fence(client)
+    store = EtcdStore(client, f"test-{uuid.uuid4().hex[:8]}", fence=fence)
     store.create(info("cf"), ChangefeedStatus(5, 5))
     store.put_status("default", "cf", ChangefeedStatus(6, 6))
     client.delete(owner_key)
@@ -87,12 +94,8 @@ def test_a_deposed_owner_cannot_write(etcd: EtcdServer) -> None:
 
 def test_the_capture_state_keeps_the_anchor_and_the_reservations_after_it(etcd: EtcdServer) -> None:
     client = EtcdClient([etcd.endpoint])
-    owner_key = f"/test/{uuid.uuid4().hex}/owner"
-    client.put(owner_key, "me")
-    kv = client.get(owner_key)
-    assert kv is not None
-    rev = kv.create_revision
-    state = EtcdCaptureState(client, f"test-{uuid.uuid4().hex[:8]}", lambda: [created_at(owner_key, rev)])
+    owner_key, fence = owner_fence(client)
+    state = EtcdCaptureState(client, f"test-{uuid.uuid4().hex[:8]}", fence)
     assert state.anchor() is None and state.reservations() == {}
     state.set_anchor(BinlogPosition("bin.000002", 400, "0-1-7", 1000))
     for file, pos, ts in (("bin.000001", 900, 900), ("bin.000002", 300, 950), ("bin.000002", 500, 1100),
@@ -113,18 +116,15 @@ def test_the_capture_state_keeps_the_anchor_and_the_reservations_after_it(etcd: 
 
 def test_the_published_position_never_moves_back_and_is_fenced(etcd: EtcdServer) -> None:
     client = EtcdClient([etcd.endpoint])
-    owner_key = f"/test/{uuid.uuid4().hex}/owner"
-    client.put(owner_key, "me")
-    kv = client.get(owner_key)
-    assert kv is not None
+    owner_key, fence = owner_fence(client)
     cluster = f"test-{uuid.uuid4().hex[:8]}"
-    state = EtcdCaptureState(client, cluster, lambda: [created_at(owner_key, kv.create_revision)])
+    state = EtcdCaptureState(client, cluster, fence)
     follower = EtcdCaptureState(client, cluster, lambda: [])
     assert follower.published() is None
     state.publish(BinlogPosition("bin.000002", 400, "0-1-7", 1000))
     assert follower.published() == BinlogPosition("bin.000002", 400, "0-1-7", 1000)
     # a new owner re-pulling from its own relay log's end publishes nothing until it passes the old position
-    successor = EtcdCaptureState(client, cluster, lambda: [created_at(owner_key, kv.create_revision)])
+    successor = EtcdCaptureState(client, cluster, fence)
     successor.publish(BinlogPosition("bin.000001", 900, "0-1-5", 900))
     assert follower.published() == BinlogPosition("bin.000002", 400, "0-1-7", 1000)
     successor.publish(BinlogPosition("bin.000003", 4, "0-1-9", 1200))
