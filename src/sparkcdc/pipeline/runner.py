@@ -288,7 +288,7 @@ class SparkRunner:
         for the cluster's first owner)."""
         assert self.ctx.upstream_uri is not None
         shared = self.ctx.shared_capture
-        if shared is not None and not self._relay_fits(shared.anchor()):
+        if shared is not None and not self._relay_fits(self._anchor_or_none(shared)):
             log.info("the relay log here does not cover the cluster's capture anchor; capturing afresh from it")
             shutil.rmtree(self.capture_dir, ignore_errors=True)
             self.gc_ts = 0
@@ -298,6 +298,16 @@ class SparkRunner:
             self.capture.start_pulling()
         else:
             self.capture.start()
+
+    @staticmethod
+    def _anchor_or_none(shared: SharedCaptureState) -> BinlogPosition | None:
+        """The anchor, or None when etcd does not answer now: the relay log here is then kept (it fits unless
+        this server was away for longer than the GC interval), and the puller's thread retries etcd itself."""
+        try:
+            return shared.anchor()
+        except SparkcdcError as e:
+            log.warning("cannot read the cluster's capture anchor (%s); keeping the relay log here", e)
+            return None
 
     def _relay_fits(self, anchor: BinlogPosition | None) -> bool:
         """Whether this server's relay log can go on serving the cluster: it must start at or before the
