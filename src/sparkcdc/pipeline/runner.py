@@ -341,7 +341,7 @@ class SparkRunner:
             return
         self._stop_capture()
         self._start_capture(follow=False)
-        log.info("capture leads the cluster (relay log from commit-ts %d)", self._bootstrap_ts())
+        log.info("capture leads the cluster (relay log from commit-ts %d)", self.bootstrap_ts())
 
     def suspend(self) -> None:
         """Follow the new owner's capture (the changefeeds are already stopped)."""
@@ -355,7 +355,8 @@ class SparkRunner:
             self.capture.close()
             self.capture = None
 
-    def _bootstrap_ts(self) -> int:
+    def bootstrap_ts(self) -> int:
+        """The oldest commit-ts a changefeed can start after here (0 while the relay log does not exist yet)."""
         return self.capture.bootstrap_ts() if self.capture is not None else 0
 
     def _follower_gc_loop(self) -> None:
@@ -426,7 +427,7 @@ class SparkRunner:
                 f"bound {self.gc_ts}; resume it with --overwrite-checkpoint-ts at or above that bound",
                 code="CDC:ErrStartTsBeforeGC",
             )
-        bootstrap_ts = self._bootstrap_ts()
+        bootstrap_ts = self.bootstrap_ts()
         if checkpoint_ts < bootstrap_ts and not (info.target_ts and checkpoint_ts >= info.target_ts):
             # another server ran it before (ownership moved): this relay log never saw what came in between
             raise SparkcdcError(
@@ -608,10 +609,10 @@ class SparkRunner:
     def current_tso(self) -> int:
         """The upstream's current TSO, but never below the relay log's start: right after the server starts,
         the previous upstream second (``MySQLUpstream.current_tso``) can still be older than the relay."""
-        return max(self.upstream.current_tso(), self._bootstrap_ts())
+        return max(self.upstream.current_tso(), self.bootstrap_ts())
 
     def oldest_retained_tso(self) -> int:
-        return max(self.upstream.oldest_retained_tso(), self._bootstrap_ts(), self.gc_ts)
+        return max(self.upstream.oldest_retained_tso(), self.bootstrap_ts(), self.gc_ts)
 
     def gc(self, safepoint_ts: int) -> None:
         """Delete relay segments below the safepoint, kept above every running query's replay floor."""

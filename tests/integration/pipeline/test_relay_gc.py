@@ -153,7 +153,7 @@ def test_a_running_query_caps_the_bound_at_its_replay_floor(
 def test_a_checkpoint_before_this_servers_relay_log_is_refused(runner: SparkRunner) -> None:
     """A changefeed another server ran (ownership moved) cannot resume here from before this relay log began:
     it would skip what only the other server captured."""
-    start = runner.bootstrap_ts
+    start = runner.bootstrap_ts()
     assert start > 0
     info = ChangefeedInfo(id="moved", sink_uri="file:///nowhere", start_ts=start - 10)
     with pytest.raises(SparkcdcError) as e:
