@@ -102,12 +102,14 @@ def test_three_nodes_one_owner_failover_resign_and_rejoin(servers: list[CdcServe
     # the killed node comes back as a capture, not as a second owner
     owner.start()
     wait_owner(servers, survivor)
-    # drain (TiCDC's API, asked of any node): a non-owner has nothing to move; the owner hands everything on
+    # drain (TiCDC's API, asked of any node): a non-owner hands its changefeeds on; the owner also hands on ownership
     ids = {c["address"]: c["id"] for c in survivor.api("/captures")["items"]}
-    idle = httpx.post(f"{owner.url}/api/v2/captures/{ids[f'127.0.0.1:{owner.port}']}/drain", timeout=30)
-    assert idle.json() == {"current_table_count": 0}, idle.text
-    drained = httpx.post(f"{owner.url}/api/v2/captures/{ids[f'127.0.0.1:{survivor.port}']}/drain", timeout=30)
-    assert drained.json() == {"current_table_count": 1}, drained.text
+    back, kept = ids[f"127.0.0.1:{owner.port}"], ids[f"127.0.0.1:{survivor.port}"]
+    drain_until_empty(owner, back)
+    where = placed(survivor)["cf-a"]
+    assert where not in ("", back), where
+    drained = httpx.post(f"{owner.url}/api/v2/captures/{kept}/drain", timeout=30)
+    assert drained.json() == {"current_table_count": int(where == kept)}, drained.text
     new = owner_of(servers)
     deadline = time.monotonic() + 10
     while new is survivor and time.monotonic() < deadline:
@@ -117,3 +119,64 @@ def test_three_nodes_one_owner_failover_resign_and_rejoin(servers: list[CdcServe
     new.wait_state("cf-a", "normal")
     assert len(owner.api("/captures")["items"]) == 3
     assert owner.api("/changefeeds/cf-a")["state"] == "normal"  # forwarded
+
+
+def placed(server: CdcServer) -> dict[str, str]:
+    """changefeed -> capture id, from TiCDC's ``GET /api/v2/processors`` (asked of any node)."""
+    return {p["changefeed_id"]: p["capture_id"] for p in server.api("/processors")["items"]}
+
+
+def drain_until_empty(server: CdcServer, capture_id: str, timeout: float = 30) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        r = httpx.post(f"{server.url}/api/v2/captures/{capture_id}/drain", timeout=30)
+        assert r.status_code == 200, r.text
+        if r.json()["current_table_count"] == 0:
+            return
+        assert time.monotonic() < deadline, r.text
+        time.sleep(0.5)
+
+
+def wait_counts(server: CdcServer, want: dict[str, int], timeout: float = 30) -> dict[str, str]:
+    """Wait until the changefeeds are spread as ``want`` (capture id -> count; others have none)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        got = placed(server)
+        counts = {c: list(got.values()).count(c) for c in set(got.values())}
+        if counts == {c: n for c, n in want.items() if n}:
+            return got
+        assert time.monotonic() < deadline, (counts, want)
+        time.sleep(0.3)
+
+
+def test_changefeeds_spread_by_count_drain_moves_them_and_a_new_node_gets_its_share(
+    servers: list[CdcServer], tmp_path: Path
+) -> None:
+    owner = owner_of(servers)
+    ids = {c["address"]: c["id"] for c in owner.api("/captures")["items"]}
+    cid = {s: ids[f"127.0.0.1:{s.port}"] for s in servers}
+    drained, victim = (s for s in servers if s is not owner)
+    for i in range(6):
+        r = victim.cli("create", "-c", f"cf-{i}", "--sink-uri", sink(tmp_path / str(i)))
+        assert r.returncode == 0, r.stderr
+    wait_counts(owner, {cid[s]: 2 for s in servers})
+
+    # drain: its two go to the others, and it gets none back while it stays
+    drain_until_empty(victim, cid[drained])
+    wait_counts(owner, {cid[owner]: 3, cid[victim]: 3, cid[drained]: 0})
+
+    # kill -9 a capture: its changefeeds restart on the only capture left that takes any, once its lease is gone
+    victim.kill9()
+    killed = time.monotonic()
+    wait_counts(owner, {cid[owner]: 6}, timeout=TTL + 20)
+    moved_in = time.monotonic() - killed
+    assert moved_in <= TTL + 10, moved_in
+
+    # the node comes back (a new capture): balance by count gives it its share
+    victim.start()
+    back = next(c["id"] for c in owner.api("/captures")["items"] if c["address"] == f"127.0.0.1:{victim.port}")
+    wait_counts(owner, {cid[owner]: 3, back: 3})
+    for i in range(6):
+        assert owner.api(f"/changefeeds/cf-{i}")["state"] == "normal"
+    log = (victim.root / "server.log").read_text()
+    assert "runs on this capture" in log

@@ -41,8 +41,9 @@ Contract (the pipeline's runner must honour it):
     never raises for a failed deletion (logged; the next call retries).
 ``activate()`` / ``suspend()``
     This server became / stopped being the cluster's owner (``cdc server --pd``; a lone server is activated
-    once). ``activate`` comes before any ``start``; ``suspend`` after every changefeed was stopped: release
-    what only the owner may run (allocating the commit-ts of a shared upstream, ``SharedCaptureState``).
+    once). ``activate`` comes before any ``start``; ``suspend`` stops every changefeed the runner runs on this
+    server and releases what only the owner may run (allocating the commit-ts of a shared upstream,
+    ``SharedCaptureState``).
 ``capture_stats() -> CaptureStats | None``
     The upstream capture this server runs (relay log resolved ts and size), None when it runs none. Cheap.
 ``close()``
@@ -55,9 +56,9 @@ imports the other's implementation.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from sparkcdc.capture.position import BinlogPosition
 from sparkcdc.changefeed.info import ChangefeedInfo, RunningError
@@ -161,6 +162,24 @@ class RunnerStatus:
     totals: SinkTotals | None = None
     last_batch: BatchStats | None = None
     last_batch_id: int = -1
+
+    def to_record(self) -> dict[str, Any]:
+        """JSON-ready, for a status read from another capture of the cluster (the snapshot's progress is not
+        carried: it shows on the capture that runs the changefeed)."""
+        return {"checkpoint_ts": self.checkpoint_ts, "resolved_ts": self.resolved_ts,
+                "error": self.error.to_record() if self.error else None,
+                "warning": self.warning.to_record() if self.warning else None, "finished": self.finished,
+                "totals": asdict(self.totals) if self.totals else None,
+                "last_batch": asdict(self.last_batch) if self.last_batch else None,
+                "last_batch_id": self.last_batch_id}  # fmt: skip
+
+    @classmethod
+    def from_record(cls, rec: dict[str, Any]) -> RunnerStatus:
+        return cls(int(rec["checkpoint_ts"]), int(rec["resolved_ts"]), RunningError.from_record(rec.get("error")),
+                   RunningError.from_record(rec.get("warning")), finished=bool(rec.get("finished")),
+                   totals=SinkTotals(**rec["totals"]) if rec.get("totals") else None,
+                   last_batch=BatchStats(**rec["last_batch"]) if rec.get("last_batch") else None,
+                   last_batch_id=int(rec.get("last_batch_id", -1)))  # fmt: skip
 
 
 @runtime_checkable

@@ -344,7 +344,12 @@ class SparkRunner:
         log.info("capture leads the cluster (relay log from commit-ts %d)", self.bootstrap_ts())
 
     def suspend(self) -> None:
-        """Follow the new owner's capture (the changefeeds are already stopped)."""
+        """Stop the changefeeds here and follow the new owner's capture."""
+        with self._lock:
+            keys = sorted(self._feeds)
+        for namespace, changefeed_id in keys:
+            log.info("changefeed=%s/%s: stopped here (ownership moved)", namespace, changefeed_id)
+            self.stop(namespace, changefeed_id)
         if self.ctx.shared_capture is None or not self._capture:
             return
         self._stop_capture()

@@ -26,6 +26,9 @@ from sparkcdc.model import tso
 from sparkcdc.server import api_model, dashboard
 from sparkcdc.server.changefeed import ChangefeedManager, CreateRequest, states_needed
 from sparkcdc.server.cluster import Membership, SingleNode
+from sparkcdc.server.cluster_runner import ClusterRunner
+from sparkcdc.server.executor import Executor
+from sparkcdc.server.internal_api import add_internal_routes
 from sparkcdc.server.metrics import CONTENT_TYPE
 
 log = logging.getLogger(__name__)
@@ -50,7 +53,7 @@ _BAD_REQUEST_CODES = frozenset(
 U64 = Field(default=0, ge=0, le=(1 << 64) - 1)
 ERR_OWNER_NOT_FOUND = "CDC:ErrOwnerNotFound"
 # served by the owner (forwarded from other captures)
-_OWNER_PATHS = ("/api/v2/changefeeds", "/api/v2/owner", "/dashboard")
+_OWNER_PATHS = ("/api/v2/changefeeds", "/api/v2/owner", "/api/v2/processors", "/dashboard")
 _FORWARDED = "x-sparkcdc-forwarded-by"
 
 
@@ -96,11 +99,13 @@ def _status_for(err: SparkcdcError) -> int:
     return 400 if err.code in _BAD_REQUEST_CODES or isinstance(err, ConfigError) else 500
 
 
-def create_app(manager: ChangefeedManager, membership: Membership | None = None) -> FastAPI:
+def create_app(manager: ChangefeedManager, membership: Membership | None = None, executor: Executor | None = None,
+               scheduler: ClusterRunner | None = None) -> FastAPI:  # fmt: skip
     """The Open API application serving ``manager`` as a capture of ``membership`` (one node by default).
 
     On a capture that is not the owner, changefeed and owner requests are forwarded to the owner (as TiCDC's
-    API does), so every node answers them alike; the owner runs the changefeeds."""
+    API does), so every node answers them alike. In a cluster (``executor`` and ``scheduler``), the owner
+    places the changefeeds on the captures, and each capture serves the internal API that runs its share."""
     app = FastAPI(title="sparkcdc Open API", version="v2", docs_url=None, redoc_url=None, openapi_url=None)
     cluster: Membership = membership or SingleNode(manager.addr)
 
@@ -177,19 +182,36 @@ def create_app(manager: ChangefeedManager, membership: Membership | None = None)
 
     @app.post("/api/v2/captures/{capture_id}/drain")
     def drain(capture_id: str) -> dict[str, Any]:
-        """TiCDC's drain: move the capture's work elsewhere; ``current_table_count`` is what it still has. Here
-        the owner runs every changefeed, so draining the owner hands ownership (and them) to another capture."""
+        """TiCDC's drain: move the capture's changefeeds to the others; ``current_table_count`` is how many it
+        still runs (call again until 0). Draining the owner also hands ownership to another capture."""
         captures = {c.id: c for c in cluster.captures()}
         if capture_id not in captures:
             raise ConfigError(f"capture {capture_id} does not exist", code="CDC:ErrCaptureNotExist")
-        if not captures[capture_id].is_owner:
-            return {"current_table_count": 0}
         if len(captures) == 1:
             raise ConfigError("cannot drain the only capture of the cluster; start another cdc server first",
                               code="CDC:ErrSchedulerRequestFailed")  # fmt: skip
-        running = sum(1 for info, _ in manager.list(None) if info.state in RUNNING)
-        cluster.resign()
-        return {"current_table_count": running}
+        if scheduler is not None:
+            remaining = scheduler.drain(capture_id)
+        else:  # one runner for the whole cluster: the owner's
+            remaining = sum(1 for info, _ in manager.list(None) if info.state in RUNNING)
+            remaining = remaining if captures[capture_id].is_owner else 0
+        if captures[capture_id].is_owner:
+            cluster.resign()
+        return {"current_table_count": remaining}
+
+    @app.get("/api/v2/processors")
+    def processors() -> dict[str, Any]:
+        """TiCDC's processor list: which capture runs each changefeed."""
+        own = cluster.owner()
+        placed = scheduler.placements() if scheduler is not None else {
+            (info.namespace, info.id): own.id if own else None
+            for info, _ in manager.list(None) if info.state in RUNNING}  # fmt: skip
+        items = [{"namespace": ns, "changefeed_id": cf, "capture_id": capture or ""}
+                 for (ns, cf), capture in sorted(placed.items())]  # fmt: skip
+        return {"total": len(items), "items": items}
+
+    if executor is not None:
+        add_internal_routes(app, executor)
 
     @app.post("/api/v2/owner/resign")
     def resign() -> dict[str, Any]:

@@ -129,16 +129,15 @@ class ChangefeedManager:
         self._poller.start()
 
     def suspend(self) -> None:
-        """Stop every changefeed this server runs, and the poller, leaving their state as stored: another server
-        (the new owner) takes them over from their checkpoints. ``start`` runs them here again."""
+        """No longer the owner: stop the poller, and let the runner stop what it runs here, leaving every
+        changefeed's state as stored: the new owner takes them over (from their checkpoints, or where they run).
+        ``start`` manages them here again."""
         self._stop.set()
         if self._poller is not None:
             self._poller.join(timeout=60)
             self._poller = None
         with self._lock:
-            for namespace, cf in sorted(self._started):
-                log.info("changefeed=%s: stopped here (ownership moved)", cf)
-                self._stop_started(namespace, cf)
+            self._started.clear()
             self.runner.suspend()
 
     def resume_all(self) -> None:

@@ -105,6 +105,10 @@ class EtcdMembership:
         self.ttl = ttl
         self.capture_id = str(uuid.uuid4())
         self.on_owner = on_owner or (lambda _owner: None)
+        # called when this capture may lose its session (cut off from etcd, or its lease expired): whatever runs
+        # under the session's keys must stop before etcd can hand it to another capture
+        self.on_cut_off: Callable[[], None] = lambda: None
+        self._cut_off_told = False
         self.meta = f"{CDC_ROOT}/{cluster_id}/{META}"
         self._lease = 0
         self._refreshed = time.monotonic()
@@ -162,16 +166,31 @@ class EtcdMembership:
                     log.warning("capture %s: its etcd session expired; giving up ownership and registering again",
                                 self.capture_id)  # fmt: skip
                     self._set_owner(False)
+                    self._tell_cut_off()
                     self._register()
                 self._refreshed = time.monotonic()
+                self._cut_off_told = False
                 self.tick()
             except SparkcdcError as e:
                 log.warning("capture %s: etcd: %s", self.capture_id, e)
-                if self._is_owner and self._cut_off():
-                    # etcd may let the lease go and elect another owner: stop before it can start
-                    log.warning("capture %s: etcd unreachable for %.1fs; giving up ownership", self.capture_id,
-                                time.monotonic() - self._refreshed)  # fmt: skip
-                    self._set_owner(False)
+                if self._cut_off():
+                    # etcd may let the lease go and elect another owner, or place this capture's changefeeds
+                    # elsewhere: stop before that can start
+                    if self._is_owner:
+                        log.warning("capture %s: etcd unreachable for %.1fs; giving up ownership", self.capture_id,
+                                    time.monotonic() - self._refreshed)  # fmt: skip
+                        self._set_owner(False)
+                    self._tell_cut_off()
+
+    def _tell_cut_off(self) -> None:
+        if not self._cut_off_told:
+            self._cut_off_told = True
+            self.on_cut_off()
+
+    @property
+    def lease(self) -> int:
+        """The lease of this capture's current session (its keys live and die with it)."""
+        return self._lease
 
     def _cut_off(self) -> bool:
         """No session refresh for half the TTL: the lease may expire before the next one gets through (requests

@@ -161,3 +161,8 @@ def op_put(key: str, value: bytes | str, lease: int = 0) -> dict[str, Any]:
 
 def op_delete(key: str) -> dict[str, Any]:
     return {"request_delete_range": {"key": _b64(key)}}
+
+
+def value_is(key: str, value: str) -> dict[str, Any]:
+    """Compare: ``key`` holds ``value``."""
+    return {"key": _b64(key), "result": "EQUAL", "target": "VALUE", "value": _b64(value)}

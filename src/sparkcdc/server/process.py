@@ -14,16 +14,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from sparkcdc.capture.upstream import parse_mysql_uri
-from sparkcdc.changefeed.runner import RunnerContext
+from sparkcdc.changefeed.runner import ChangefeedRunner, RunnerContext
 from sparkcdc.errors import ConfigError, SparkcdcError
 from sparkcdc.masking import mask_uri
 from sparkcdc.server.api import create_app
 from sparkcdc.server.capture_state import EtcdCaptureState
 from sparkcdc.server.changefeed import ChangefeedManager
 from sparkcdc.server.cluster import EtcdMembership, Membership, SingleNode, request_timeout
+from sparkcdc.server.cluster_runner import ClusterRunner
 from sparkcdc.server.etcd_client import EtcdClient, parse_endpoints
 from sparkcdc.server.etcd_store import EtcdStore
+from sparkcdc.server.executor import Executor
 from sparkcdc.server.gc import GcPolicy
+from sparkcdc.server.placement import EtcdPlacement
 from sparkcdc.server.runners import create_runner
 from sparkcdc.server.store import ChangefeedStore, MetaStore
 
@@ -186,13 +189,13 @@ class StopSignals:
 
 
 def _serve(manager: ChangefeedManager, membership: Membership, host: str, port: int, sock: socket.socket,
-           stop: StopSignals) -> None:  # fmt: skip
+           stop: StopSignals, scheduler: ClusterRunner | None) -> None:  # fmt: skip
     """Serve the Open API on a thread until a stop signal (uvicorn installs no signal handlers outside the main
     thread, so ours decide). Raises SparkcdcError when the API server ends by itself."""
     import uvicorn
 
     config = uvicorn.Config(
-        create_app(manager, membership),
+        create_app(manager, membership, scheduler.executor if scheduler else None, scheduler),
         host=host,
         port=port,
         log_config=None,
@@ -278,7 +281,14 @@ def run_server(opts: ServerOptions) -> None:
             hold_fds=(lock_fd,),
             shared_capture=shared,
         )
-        runner = create_runner(opts.runner, ctx)
+        runner: ChangefeedRunner = create_runner(opts.runner, ctx)
+        scheduler = None
+        if opts.pd:  # the owner places changefeeds on the captures; each runs its share here
+            assert etcd is not None
+            placement = EtcdPlacement(etcd, opts.cluster_id, cluster.capture_id, lambda: cluster.lease)
+            executor = Executor(runner, placement)
+            cluster.on_cut_off = executor.stop_all
+            runner = scheduler = ClusterRunner(runner, executor, cluster, placement)
         manager = ChangefeedManager(
             store,
             runner,
@@ -290,7 +300,7 @@ def run_server(opts: ServerOptions) -> None:
         stop.starting = False
         if not stop.requested.is_set():
             membership = _join(opts, manager, cluster if opts.pd else None)
-            _serve(manager, membership, host, port, sock, stop)
+            _serve(manager, membership, host, port, sock, stop, scheduler)
     except StoppedWhileStarting:
         log.info("stopping cdc server (%s) while it was starting", stop.name)
     finally:

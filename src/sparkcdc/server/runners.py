@@ -62,7 +62,8 @@ class NoopRunner:
         """Nothing runs only on the owner here."""
 
     def suspend(self) -> None:
-        """Nothing runs only on the owner here."""
+        with self._lock:
+            self._running.clear()
 
     def capture_stats(self) -> CaptureStats | None:
         return None  # it captures nothing

@@ -134,3 +134,26 @@ def test_the_published_position_never_moves_back_and_is_fenced(etcd: EtcdServer)
         successor.publish(BinlogPosition("bin.000003", 800, "0-1-10", 1300))
     assert follower.published() == BinlogPosition("bin.000003", 4, "0-1-9", 1200)
     client.close()
+
+
+def test_a_changefeed_is_claimed_by_one_capture_at_a_time_and_lost_with_its_lease(etcd: EtcdServer) -> None:
+    from sparkcdc.server.placement import EtcdPlacement
+
+    client = EtcdClient([etcd.endpoint])
+    cluster = f"test-{uuid.uuid4().hex[:8]}"
+    lease_a, lease_b = client.grant(30), client.grant(30)
+    a = EtcdPlacement(client, cluster, "capture-a", lambda: lease_a)
+    b = EtcdPlacement(client, cluster, "capture-b", lambda: lease_b)
+    assert a.claim("default", "cf1") is None
+    assert a.claim("default", "cf1") is None  # again: still its own
+    assert b.claim("default", "cf1") == "capture-a"
+    b.release("default", "cf1")  # not b's to release
+    assert b.holders() == {("default", "cf1"): "capture-a"}
+    a.release("default", "cf1")
+    assert b.claim("default", "cf1") is None
+    assert a.claim("ns2", "cf2") is None
+    assert a.holders() == {("default", "cf1"): "capture-b", ("ns2", "cf2"): "capture-a"}
+    client.revoke(lease_a)  # capture a died: what it held is free
+    assert b.holders() == {("default", "cf1"): "capture-b"}
+    assert b.claim("ns2", "cf2") is None
+    client.close()

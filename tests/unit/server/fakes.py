@@ -59,7 +59,9 @@ class FakeRunner:
         """Nothing runs only on the owner here."""
 
     def suspend(self) -> None:
-        """Nothing runs only on the owner here."""
+        """No longer the owner: what ran here stops."""
+        self.calls.append(("suspend", ""))
+        self.running.clear()
 
     def capture_stats(self) -> CaptureStats | None:
         return self.capture

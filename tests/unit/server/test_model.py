@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 
 import pytest
@@ -13,6 +14,7 @@ from sparkcdc.changefeed.info import (
     now_rfc3339,
     validate_changefeed_id,
 )
+from sparkcdc.changefeed.runner import BatchStats, RunnerStatus, SinkTotals
 from sparkcdc.errors import ConfigError, StorageError
 
 
@@ -45,3 +47,19 @@ def test_info_repr_masks_secrets() -> None:
     info = ChangefeedInfo(id="cf", sink_uri="s3://b/p?protocol=csv&secret-access-key=TOPSECRET", start_ts=1)
     assert "TOPSECRET" not in repr(info) and "TOPSECRET" not in str(info)
     assert ChangefeedInfo.from_record(info.to_record()) == info
+
+
+def test_a_runner_status_read_from_another_capture_is_the_one_it_reported() -> None:
+    status = RunnerStatus(
+        checkpoint_ts=440000000000000001,
+        resolved_ts=440000000000000009,
+        error=None,
+        warning=RunningError(code="CDC:ErrKafkaSendMessage", message="broker away", addr="127.0.0.1:8301", time="t"),
+        finished=True,
+        totals=SinkTotals(rows=12, size=3400, batches=3, last_synced_ts=440000000000000001),
+        last_batch=BatchStats(rows=4, size=1000, flush_seconds=0.25, batch_seconds=1.5, last_ts=440000000000000001),
+        last_batch_id=7,
+    )
+    assert RunnerStatus.from_record(json.loads(json.dumps(status.to_record()))) == status
+    bare = RunnerStatus(5, 6)
+    assert RunnerStatus.from_record(bare.to_record()) == bare
