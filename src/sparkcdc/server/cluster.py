@@ -162,14 +162,21 @@ class EtcdMembership:
         period = max(0.2, min(1.0, self.ttl / 4))
         while not self._stop.wait(period):
             try:
-                if self.client.keepalive(self._lease) <= 0:
+                if self._cut_off_told:
+                    # it stopped what ran under its session while cut off: a new session drops the old keys (its
+                    # changefeeds' placements) at once, instead of leaving them to a lease that is still alive
+                    log.info("capture %s: etcd answers again; starting a new session", self.capture_id)
+                    self.client.revoke(self._lease)
+                    self._register()
+                    self._cut_off_told = False
+                elif self.client.keepalive(self._lease) <= 0:
                     log.warning("capture %s: its etcd session expired; giving up ownership and registering again",
                                 self.capture_id)  # fmt: skip
                     self._set_owner(False)
                     self._tell_cut_off()
                     self._register()
+                    self._cut_off_told = False
                 self._refreshed = time.monotonic()
-                self._cut_off_told = False
                 self.tick()
             except SparkcdcError as e:
                 log.warning("capture %s: etcd: %s", self.capture_id, e)

@@ -48,34 +48,55 @@ class ClusterRunner:
         self.placement = placement
         self._feeds: dict[Key, _Placed] = {}
         self._draining: set[str] = set()
-        self._lock = threading.RLock()
+        self._lock = threading.RLock()  # the placements (held briefly: status reads take it every poll)
+        self._schedule = threading.RLock()  # one start, stop or reconcile at a time (they may wait on a query)
         self._stop = threading.Event()
         self._thread: threading.Thread | None = None
 
     # -- ChangefeedRunner ----------------------------------------------------------------------------
     def start(self, info: ChangefeedInfo, checkpoint_ts: int) -> None:
-        with self._lock:
-            self._feeds[(info.namespace, info.id)] = _Placed(info, checkpoint_ts)
-        self.reconcile()
+        """Adopt the changefeed where it still runs, or place it now; an error placing it is raised (the
+        changefeed fails with it, as on one server). Later placements are the scheduler's and are retried."""
+        key = (info.namespace, info.id)
+        placed = _Placed(info, checkpoint_ts)
+        with self._schedule:
+            live = {c.id for c in self.membership.captures()}
+            holder = self.placement.holders().get(key)
+            with self._lock:
+                self._feeds[key] = placed
+                if holder in live:
+                    placed.capture = holder
+                    log.info("changefeed=%s/%s: running on capture %s; adopted", *key, holder)
+                    return
+                moves = plan(self._placements(), live, self._draining, first=self.membership.capture_id)
+            target = next((m.target for m in moves if m.key == key), self.membership.capture_id)
+            try:
+                self._run_on(target, placed)
+            except BaseException:
+                with self._lock:
+                    self._feeds.pop(key, None)
+                raise
 
     def stop(self, namespace: str, changefeed_id: str) -> None:
-        with self._lock:
-            placed = self._feeds.pop((namespace, changefeed_id), None)
-        if placed is not None and placed.capture is not None:
-            self._stop_on(placed.capture, (namespace, changefeed_id))
+        with self._schedule:
+            with self._lock:
+                placed = self._feeds.pop((namespace, changefeed_id), None)
+            if placed is not None and placed.capture is not None:
+                self._stop_on(placed.capture, (namespace, changefeed_id))
 
     def status(self, namespace: str, changefeed_id: str) -> RunnerStatus | None:
         with self._lock:
             placed = self._feeds.get((namespace, changefeed_id))
-        if placed is None or placed.capture is None:
+            capture = placed.capture if placed is not None else None
+        if placed is None or capture is None:
             return None
         try:
-            if placed.capture == self.membership.capture_id:
+            if capture == self.membership.capture_id:
                 st = self.executor.status(namespace, changefeed_id)
             else:
-                st = capture_client.status(self._address(placed.capture), namespace, changefeed_id)
+                st = capture_client.status(self._address(capture), namespace, changefeed_id)
         except SparkcdcError as e:
-            log.debug("changefeed=%s/%s: status from capture %s: %s", namespace, changefeed_id, placed.capture, e)
+            log.debug("changefeed=%s/%s: status from capture %s: %s", namespace, changefeed_id, capture, e)
             return None
         if st is not None:
             placed.checkpoint_ts = max(placed.checkpoint_ts, st.checkpoint_ts)
@@ -112,7 +133,7 @@ class ClusterRunner:
         if self._thread is not None:
             self._thread.join(60)
             self._thread = None
-        with self._lock:
+        with self._schedule, self._lock:
             self._feeds.clear()
             self._draining.clear()
         self.executor.stop_all()
@@ -135,7 +156,10 @@ class ClusterRunner:
 
     def placements(self) -> dict[Key, str | None]:
         with self._lock:
-            return {key: p.capture for key, p in self._feeds.items()}
+            return self._placements()
+
+    def _placements(self) -> dict[Key, str | None]:
+        return {key: p.capture for key, p in self._feeds.items()}
 
     def _loop(self) -> None:
         while not self._stop.wait(RECONCILE_INTERVAL_S):
@@ -145,32 +169,36 @@ class ClusterRunner:
                 log.warning("scheduling changefeeds: %s", e)
 
     def reconcile(self) -> None:
-        with self._lock:
+        with self._schedule:
             live = {c.id for c in self.membership.captures()}
-            self._draining &= live
             holders = self.placement.holders()
-            for key, placed in self._feeds.items():
-                holder = holders.get(key)
-                placed.capture = holder if holder in live else None
-            for move in plan(self.placements(), live, self._draining, first=self.membership.capture_id):
-                placed = self._feeds[move.key]
+            with self._lock:
+                self._draining &= live
+                for key, placed in self._feeds.items():
+                    holder = holders.get(key)
+                    placed.capture = holder if holder in live else None
+                moves = plan(self._placements(), live, self._draining, first=self.membership.capture_id)
+                feeds = {m.key: self._feeds[m.key] for m in moves}
+            for move in moves:
+                placed = feeds[move.key]
                 if move.source is not None:
                     log.info("changefeed=%s/%s moves from capture %s to %s", *move.key, move.source, move.target)
                     self._stop_on(move.source, move.key)
-                    placed.capture = None
-                self._start_on(move.target, placed)
+                    with self._lock:
+                        placed.capture = None
+                try:
+                    self._run_on(move.target, placed)
+                except SparkcdcError as e:  # the next round places it again
+                    log.warning("changefeed=%s/%s: starting on capture %s: %s", *move.key, move.target, e)
 
-    def _start_on(self, capture: str, placed: _Placed) -> None:
+    def _run_on(self, capture: str, placed: _Placed) -> None:
         info, checkpoint = placed.info, placed.checkpoint_ts
-        try:
-            if capture == self.membership.capture_id:
-                self.executor.start(info, checkpoint)
-            else:
-                capture_client.start(self._address(capture), info, checkpoint)
-        except SparkcdcError as e:  # the next round places it again
-            log.warning("changefeed=%s/%s: starting on capture %s: %s", info.namespace, info.id, capture, e)
-            return
-        placed.capture = capture
+        if capture == self.membership.capture_id:
+            self.executor.start(info, checkpoint)
+        else:
+            capture_client.start(self._address(capture), info, checkpoint)
+        with self._lock:
+            placed.capture = capture
 
     def _stop_on(self, capture: str, key: Key) -> None:
         try:

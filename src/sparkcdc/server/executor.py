@@ -35,7 +35,13 @@ class Executor:
                                     code=ERR_RUNNING_ELSEWHERE, retryable=True)  # fmt: skip
             self._running.add(key)
         log.info("changefeed=%s/%s runs on this capture from checkpoint %d", info.namespace, info.id, checkpoint_ts)
-        self.runner.start(info, checkpoint_ts)
+        try:
+            self.runner.start(info, checkpoint_ts)
+        except BaseException:
+            with self._lock:
+                self._running.discard(key)
+            self.placement.release(*key)
+            raise
 
     def stop(self, namespace: str, changefeed_id: str) -> None:
         with self._lock:

@@ -256,6 +256,7 @@ def run_server(opts: ServerOptions) -> None:
     log.info("starting cdc server pid=%d addr=%s:%s data_dir=%s runner=%s", os.getpid(), bound[0], bound[1],
              opts.data_dir, opts.runner)  # fmt: skip
     store: ChangefeedStore | None = None
+    scheduler: ClusterRunner | None = None
     manager: ChangefeedManager | None = None
     membership: Membership | None = None
     etcd: EtcdClient | None = None
@@ -282,7 +283,6 @@ def run_server(opts: ServerOptions) -> None:
             shared_capture=shared,
         )
         runner: ChangefeedRunner = create_runner(opts.runner, ctx)
-        scheduler = None
         if opts.pd:  # the owner places changefeeds on the captures; each runs its share here
             assert etcd is not None
             placement = EtcdPlacement(etcd, opts.cluster_id, cluster.capture_id, lambda: cluster.lease)
@@ -304,6 +304,8 @@ def run_server(opts: ServerOptions) -> None:
     except StoppedWhileStarting:
         log.info("stopping cdc server (%s) while it was starting", stop.name)
     finally:
+        if scheduler is not None:  # before the session's lease goes: no other capture may start them meanwhile
+            scheduler.executor.stop_all()
         if membership is not None:
             membership.close()
         if manager is not None:
