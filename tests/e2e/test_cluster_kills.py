@@ -1,7 +1,9 @@
 """Issue 15's whole-cluster test: three `cdc server --pd` (Spark runner) on one etcd and one MariaDB, four
 changefeeds (storage canal-json with the TiDB extension, storage csv, storage canal-json of one table, Kafka
 simple) under a continuous workload with DDL. Five kill -9 in turn: the owner, then a non-owner, then the owner
-..., each killed server started again before the next kill.
+..., each killed server started again before the next kill. The owner spreads the changefeeds over the captures by
+count (``GET /api/v2/processors``): after the kills the restarted nodes have their share again (2/1/1), and draining
+a non-owner under load moves its changefeeds to the other two (2/2), where they go on replicating.
 
 Each failover is measured from the kill until every changefeed resumed (its checkpoint moved past where it stood
 at the kill: a live capture runs it again; the issue's target is 30 s, see RESUME_BOUND_S), and until every
@@ -16,6 +18,7 @@ import logging
 import threading
 import time
 from collections import defaultdict
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -169,6 +172,15 @@ def test_five_kills_across_three_servers_with_four_changefeeds(
                          *failovers[-1])  # fmt: skip
                 victim.start()
                 assert bg.error is None, bg.error
+            # balance by count: the restarted node got its share back; then drain one non-owner under load
+            balanced = wait_spread(servers, lambda counts: sorted(counts) == [1, 1, 2])
+            boss = owner(servers)
+            ids = {c["address"]: c["id"] for c in httpx.get(boss.url + "/api/v2/captures", timeout=10).json()["items"]}
+            drained = ids[f"127.0.0.1:{next(s for s in servers if s is not boss).port}"]
+            drain_until_empty(boss.url, drained)
+            after_drain = wait_spread(servers, lambda counts: sorted(counts) == [2, 2])
+            assert drained not in after_drain.values(), after_drain
+            watch.wait_all_past(clock_tso(), 120)  # every changefeed goes on replicating where it moved
             bg.stop.set()
             bg.thread.join(60)
             assert bg.error is None, bg.error
@@ -184,7 +196,9 @@ def test_five_kills_across_three_servers_with_four_changefeeds(
         for s in servers:
             s.stop()
     print(f"cluster kills: {bg.steps} workload steps in {time.monotonic() - started:.0f}s; failovers (victim, "
-          "resumed s, caught up s): " + ", ".join(f"{v} {r:.1f} {c:.1f}" for v, r, c in failovers))  # fmt: skip
+          "resumed s, caught up s): " + ", ".join(f"{v} {r:.1f} {c:.1f}" for v, r, c in failovers)
+          + f"; placed after the kills {sorted(balanced.items())}, after draining {drained}: "
+          f"{sorted(after_drain.items())}")  # fmt: skip
     assert states == dict.fromkeys(sinks_all, "normal"), states
     assert [v for v, _, _ in failovers] == ["owner", "non-owner"] * 2 + ["owner"]
     assert all(r <= RESUME_BOUND_S and c <= CAUGHT_UP_BOUND_S for _, r, c in failovers), failovers
@@ -215,3 +229,27 @@ def test_five_kills_across_three_servers_with_four_changefeeds(
         by_change[(schema, table, op, before, after)].add(ts)
     twice = {k: v for k, v in by_change.items() if len(v) > 1}
     assert not twice, list(twice.items())[:5]
+
+
+def wait_spread(servers: list[SparkServer], ok: Callable[[list[int]], bool], timeout: float = 60) -> dict[str, str]:
+    """changefeed -> capture (``GET /api/v2/processors``) once the per-capture counts satisfy ``ok``."""
+    deadline = time.monotonic() + timeout
+    while True:
+        items = httpx.get(owner(servers).url + "/api/v2/processors", timeout=10).json()["items"]
+        placed = {p["changefeed_id"]: p["capture_id"] for p in items}
+        counts = [list(placed.values()).count(c) for c in set(placed.values())]
+        if "" not in placed.values() and ok(counts):
+            return placed
+        assert time.monotonic() < deadline, placed
+        time.sleep(0.5)
+
+
+def drain_until_empty(url: str, capture_id: str, timeout: float = 90) -> None:
+    deadline = time.monotonic() + timeout
+    while True:
+        r = httpx.post(f"{url}/api/v2/captures/{capture_id}/drain", timeout=60)
+        assert r.status_code == 200, r.text
+        if r.json()["current_table_count"] == 0:
+            return
+        assert time.monotonic() < deadline, r.text
+        time.sleep(1)
