@@ -31,6 +31,7 @@ from sparkcdc.devtools.mariadb import MariaDB
 from sparkcdc.storage.external import ExternalStorage
 from tests.e2e.test_changefeed_kafka import decoded_rows
 from tests.e2e.test_changefeed_kafka_faults import clock_tso
+from tests.e2e.test_cluster import drain_until_empty
 from tests.e2e.test_cluster_failover import TTL, commit_ts_by_change, owner
 from tests.fixtures.mariadb import FreshDatabase
 from tests.integration.pipeline.replay import replay
@@ -243,13 +244,3 @@ def wait_spread(servers: list[SparkServer], ok: Callable[[list[int]], bool], tim
         assert time.monotonic() < deadline, placed
         time.sleep(0.5)
 
-
-def drain_until_empty(url: str, capture_id: str, timeout: float = 90) -> None:
-    deadline = time.monotonic() + timeout
-    while True:
-        r = httpx.post(f"{url}/api/v2/captures/{capture_id}/drain", timeout=60)
-        assert r.status_code == 200, r.text
-        if r.json()["current_table_count"] == 0:
-            return
-        assert time.monotonic() < deadline, r.text
-        time.sleep(1)
