@@ -165,8 +165,8 @@ class EtcdMembership:
                 if self._cut_off_told:
                     # it stopped what ran under its session while cut off: a new session drops the old keys (its
                     # changefeeds' placements) at once, instead of leaving them to a lease that is still alive
-                    log.info("capture %s: etcd answers again; starting a new session", self.capture_id)
                     self.client.revoke(self._lease)
+                    log.info("capture %s: etcd answers again; starting a new session", self.capture_id)
                     self._register()
                     self._cut_off_told = False
                 elif self.client.keepalive(self._lease) <= 0:

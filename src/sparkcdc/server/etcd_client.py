@@ -123,7 +123,12 @@ class EtcdClient:
         return int(doc.get("result", {}).get("TTL", 0))
 
     def revoke(self, lease: int) -> None:
-        self._call("lease/revoke", {"ID": str(lease)})
+        """Drop ``lease`` and its keys; a lease that already expired is what was wanted, not an error."""
+        try:
+            self._call("lease/revoke", {"ID": str(lease)})
+        except EtcdError as e:
+            if "lease not found" not in e.message:
+                raise
 
 
 def _kv(kv: dict[str, Any]) -> KeyValue:

@@ -157,3 +157,12 @@ def test_a_changefeed_is_claimed_by_one_capture_at_a_time_and_lost_with_its_leas
     assert b.holders() == {("default", "cf1"): "capture-b"}
     assert b.claim("ns2", "cf2") is None
     client.close()
+
+
+def test_revoking_a_lease_that_already_expired_is_not_an_error(etcd: EtcdServer) -> None:
+    client = EtcdClient([etcd.endpoint])
+    lease = client.grant(30)
+    client.revoke(lease)
+    client.revoke(lease)  # gone already: a capture cut off from etcd for longer than its TTL does this
+    assert client.keepalive(lease) == 0
+    client.close()
