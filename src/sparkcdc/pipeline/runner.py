@@ -124,21 +124,8 @@ class CaptureThread:
         return int(marker.read_text())
 
     def resolved_ts(self) -> int:
-        progress = self._progress()
+        progress = relay_progress(self.capture_dir)
         return progress.resolved_ts if progress else 0
-
-    def _progress(self) -> Any:
-        from sparkcdc.capture import RelayLog
-
-        if not (self.capture_dir / "relay" / "index.db").exists():
-            return None
-        relay = RelayLog(self.capture_dir)
-        try:
-            return relay.progress()
-        except (SparkcdcError, sqlite3.Error):  # the puller is still creating the index
-            return None
-        finally:
-            relay.close()
 
     def _loop(self) -> None:
         from sparkcdc.capture import PullerConfig
@@ -183,7 +170,7 @@ class CaptureThread:
         shared = self.shared
         anchor = shared.anchor()
         if self.follow:
-            if anchor is None and self._progress() is None:
+            if anchor is None and relay_progress(self.capture_dir) is None:
                 raise UpstreamError("waiting for the cluster's owner to start capturing", retryable=True)
             return Puller(config, StartPoint.at(anchor) if anchor else None, leader=shared)
         if anchor is None:  # the cluster's first capture: where it starts is the anchor
@@ -199,7 +186,7 @@ class CaptureThread:
             log.warning("capture: reading the published position: %s", e)
         failing = False
         while not self.stop_event.wait(self.PUBLISH_INTERVAL_S):
-            p = self._progress()
+            p = relay_progress(self.capture_dir)
             if p is None:
                 continue
             try:
@@ -218,6 +205,22 @@ class CaptureThread:
         for thread in (self.thread, self.publisher):
             if thread is not None and thread.is_alive():
                 thread.join(30)
+
+
+def relay_progress(capture_dir: Path) -> Any:
+    """The relay log's durable ``Progress`` under ``capture_dir``, None while it does not exist (or is still
+    being created)."""
+    from sparkcdc.capture import RelayLog
+
+    if not (capture_dir / "relay" / "index.db").exists():
+        return None
+    relay = RelayLog(capture_dir)
+    try:
+        return relay.progress()
+    except (SparkcdcError, sqlite3.Error):  # the puller is still creating the index
+        return None
+    finally:
+        relay.close()
 
 
 def replica_server_id(capture_dir: Path) -> int:
@@ -312,18 +315,12 @@ class SparkRunner:
     def _relay_fits(self, anchor: BinlogPosition | None) -> bool:
         """Whether this server's relay log can go on serving the cluster: it must start at or before the
         anchor and reach it (the reservations below the anchor are gone, so it cannot be re-pulled there)."""
-        from sparkcdc.capture import RelayLog
-
         if anchor is None or not (self.capture_dir / "relay" / "index.db").exists():
             return True
+        progress = relay_progress(self.capture_dir)
         try:
             start = int((self.capture_dir / BOOTSTRAP_FILE).read_text())
-            relay = RelayLog(self.capture_dir)
-            try:
-                progress = relay.progress()
-            finally:
-                relay.close()
-        except (OSError, ValueError, SparkcdcError, sqlite3.Error):
+        except (OSError, ValueError):
             return False
         if progress is None:
             return False

@@ -187,14 +187,10 @@ def create_app(manager: ChangefeedManager, membership: Membership | None = None,
         captures = {c.id: c for c in cluster.captures()}
         if capture_id not in captures:
             raise ConfigError(f"capture {capture_id} does not exist", code="CDC:ErrCaptureNotExist")
-        if len(captures) == 1:
+        if len(captures) == 1 or scheduler is None:  # a server without --pd is a cluster of one
             raise ConfigError("cannot drain the only capture of the cluster; start another cdc server first",
                               code="CDC:ErrSchedulerRequestFailed")  # fmt: skip
-        if scheduler is not None:
-            remaining = scheduler.drain(capture_id)
-        else:  # one runner for the whole cluster: the owner's
-            remaining = sum(1 for info, _ in manager.list(None) if info.state in RUNNING)
-            remaining = remaining if captures[capture_id].is_owner else 0
+        remaining = scheduler.drain(capture_id)
         if captures[capture_id].is_owner:
             cluster.resign()
         return {"current_table_count": remaining}

@@ -48,6 +48,7 @@ class ClusterRunner:
         self.placement = placement
         self._feeds: dict[Key, _Placed] = {}
         self._draining: set[str] = set()
+        self._addresses: dict[str, str] = {}  # capture id -> address, as the last look at the cluster saw them
         self._lock = threading.RLock()  # the placements (held briefly: status reads take it every poll)
         self._schedule = threading.RLock()  # one start, stop or reconcile at a time (they may wait on a query)
         self._stop = threading.Event()
@@ -60,7 +61,7 @@ class ClusterRunner:
         key = (info.namespace, info.id)
         placed = _Placed(info, checkpoint_ts)
         with self._schedule:
-            live = {c.id for c in self.membership.captures()}
+            live = self._live()
             holder = self.placement.holders().get(key)
             with self._lock:
                 self._feeds[key] = placed
@@ -170,7 +171,7 @@ class ClusterRunner:
 
     def reconcile(self) -> None:
         with self._schedule:
-            live = {c.id for c in self.membership.captures()}
+            live = self._live()
             holders = self.placement.holders()
             with self._lock:
                 self._draining &= live
@@ -209,8 +210,15 @@ class ClusterRunner:
         except SparkcdcError as e:
             log.warning("changefeed=%s/%s: stopping on capture %s: %s", *key, capture, e)
 
+    def _live(self) -> set[str]:
+        """The live captures' ids; their addresses are kept for the status reads between two looks."""
+        addresses = {c.id: c.address for c in self.membership.captures()}
+        with self._lock:
+            self._addresses = addresses
+        return set(addresses)
+
     def _address(self, capture_id: str) -> str:
-        for c in self.membership.captures():
-            if c.id == capture_id:
-                return c.address
+        address = self._addresses.get(capture_id)
+        if address is not None:
+            return address
         raise capture_client.CaptureUnreachable(f"capture {capture_id} is not in the cluster", retryable=True)
