@@ -164,11 +164,11 @@ class RunnerStatus:
     last_batch_id: int = -1
 
     def to_record(self) -> dict[str, Any]:
-        """JSON-ready, for a status read from another capture of the cluster (the snapshot's progress is not
-        carried: it shows on the capture that runs the changefeed)."""
+        """JSON-ready, for a status read from another capture of the cluster."""
         return {"checkpoint_ts": self.checkpoint_ts, "resolved_ts": self.resolved_ts,
                 "error": self.error.to_record() if self.error else None,
-                "warning": self.warning.to_record() if self.warning else None, "finished": self.finished,
+                "warning": self.warning.to_record() if self.warning else None,
+                "snapshot": self.snapshot.to_record() if self.snapshot else None, "finished": self.finished,
                 "totals": asdict(self.totals) if self.totals else None,
                 "last_batch": asdict(self.last_batch) if self.last_batch else None,
                 "last_batch_id": self.last_batch_id}  # fmt: skip
@@ -176,7 +176,9 @@ class RunnerStatus:
     @classmethod
     def from_record(cls, rec: dict[str, Any]) -> RunnerStatus:
         return cls(int(rec["checkpoint_ts"]), int(rec["resolved_ts"]), RunningError.from_record(rec.get("error")),
-                   RunningError.from_record(rec.get("warning")), finished=bool(rec.get("finished")),
+                   RunningError.from_record(rec.get("warning")),
+                   snapshot=SnapshotProgress.from_record(rec["snapshot"]) if rec.get("snapshot") else None,
+                   finished=bool(rec.get("finished")),
                    totals=SinkTotals(**rec["totals"]) if rec.get("totals") else None,
                    last_batch=BatchStats(**rec["last_batch"]) if rec.get("last_batch") else None,
                    last_batch_id=int(rec.get("last_batch_id", -1)))  # fmt: skip

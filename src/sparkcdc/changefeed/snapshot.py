@@ -15,7 +15,7 @@ reads at once (more tasks than the cluster's cores only queue).
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from typing import Any, Final
 
 from sparkcdc.errors import ConfigError
@@ -98,6 +98,17 @@ class SnapshotProgress:
     @property
     def rows_estimated(self) -> int:
         return sum(t.rows_estimated for t in self.tables.values())
+
+    def to_record(self) -> dict[str, Any]:
+        """JSON-ready: the changefeed's ``snapshot.json``, and a status read from another capture of the cluster."""
+        return {"start_ts": self.start_ts, "complete": self.complete, "chunks_done": sorted(self.chunks_done),
+                "tables": {n: asdict(t) for n, t in self.tables.items()}}  # fmt: skip
+
+    @classmethod
+    def from_record(cls, rec: Mapping[str, Any]) -> SnapshotProgress:
+        """Raises KeyError, TypeError or ValueError for a record that is not one."""
+        tables = {name: TableProgress(**t) for name, t in rec["tables"].items()}
+        return cls(int(rec["start_ts"]), tables, frozenset(int(c) for c in rec["chunks_done"]), bool(rec["complete"]))
 
     def to_api(self) -> dict[str, Any]:
         """What ``changefeed query`` and the Open API show."""

@@ -17,7 +17,7 @@ import pickle
 import shutil
 import sqlite3
 from collections.abc import Iterable
-from dataclasses import asdict, dataclass, replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -89,21 +89,13 @@ def initial_progress(plan: SnapshotPlan) -> SnapshotProgress:
 def read_progress(path: Path) -> SnapshotProgress | None:
     """The recorded progress, None when there is none or it cannot be read (the plan is then read again)."""
     try:
-        doc = json.loads(path.read_text())
-        tables = {name: TableProgress(**t) for name, t in doc["tables"].items()}
-        return SnapshotProgress(int(doc["start_ts"]), tables, frozenset(doc["chunks_done"]), bool(doc["complete"]))
+        return SnapshotProgress.from_record(json.loads(path.read_text()))
     except (OSError, ValueError, KeyError, TypeError):
         return None
 
 
 def write_progress(path: Path, progress: SnapshotProgress) -> None:
-    doc = {
-        "start_ts": progress.start_ts,
-        "complete": progress.complete,
-        "chunks_done": sorted(progress.chunks_done),
-        "tables": {n: asdict(t) for n, t in progress.tables.items()},
-    }
-    write_atomic(path, json.dumps(doc).encode(), what="the snapshot progress")
+    write_atomic(path, json.dumps(progress.to_record()).encode(), what="the snapshot progress")
 
 
 def record_reads(spec: Any, reads: Iterable[ChunkRead]) -> None:

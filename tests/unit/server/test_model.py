@@ -15,6 +15,7 @@ from sparkcdc.changefeed.info import (
     validate_changefeed_id,
 )
 from sparkcdc.changefeed.runner import BatchStats, RunnerStatus, SinkTotals
+from sparkcdc.changefeed.snapshot import SnapshotProgress, TableProgress
 from sparkcdc.errors import ConfigError, StorageError
 
 
@@ -55,6 +56,12 @@ def test_a_runner_status_read_from_another_capture_is_the_one_it_reported() -> N
         resolved_ts=440000000000000009,
         error=None,
         warning=RunningError(code="CDC:ErrKafkaSendMessage", message="broker away", addr="127.0.0.1:8301", time="t"),
+        snapshot=SnapshotProgress(
+            440000000000000000,
+            {"db.t": TableProgress(chunks=4, chunks_done=2, rows_done=40000, rows_estimated=79000, watermark=9),
+             "db.u": TableProgress(chunks=1)},
+            frozenset({0, 1}),
+        ),
         finished=True,
         totals=SinkTotals(rows=12, size=3400, batches=3, last_synced_ts=440000000000000001),
         last_batch=BatchStats(rows=4, size=1000, flush_seconds=0.25, batch_seconds=1.5, last_ts=440000000000000001),
