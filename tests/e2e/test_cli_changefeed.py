@@ -434,6 +434,8 @@ KAFKA_BAD = [
     ("kafka://127.0.0.1:9092/t?protocol=simple&sasl-mechanism=plain&sasl-password=hunter2", "sasl"),
     ("kafka://127.0.0.1:9092/t?protocol=simple&required-acks=2", "required-acks"),
     ("kafka://127.0.0.1:9092/t?protocol=simple&unknown-param=1", "unknown-param"),
+    ("kafka://127.0.0.1:1/t?protocol=simple&dial-timeout=1s&sasl-mechanism=plain&sasl-user=u&sasl-password=hunter2",
+     "cannot reach the Kafka cluster at 127.0.0.1:1"),
 ]
 
 

@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import socket
 import time
 from collections.abc import Sequence
 from pathlib import Path
@@ -20,7 +21,7 @@ from sparkcdc.devtools.kafka import KafkaBroker, read_topic
 from sparkcdc.errors import ConfigError, EncodeError, KafkaError
 from sparkcdc.model import ColumnInfo, IndexInfo, RowChange, RowOp, TableInfo
 from sparkcdc.model.table import with_handle_keys
-from sparkcdc.sink.base import Routed, SinkContext, sink_config, sink_for
+from sparkcdc.sink.base import Routed, SinkContext, check_sink, sink_config, sink_for
 from sparkcdc.storage.external import ExternalStorage
 
 pytestmark = pytest.mark.integration
@@ -30,6 +31,14 @@ T = TableInfo("db", "big", 9, with_handle_keys((ColumnInfo("id", "int", nullable
                                                _INDEXES), _INDEXES, 900)  # fmt: skip
 BIG = "x" * 6000
 TS = 450_000_000_000_000_000
+
+
+def read_partition_counts(broker: KafkaBroker, topic: str) -> list[int]:
+    """The partition ids of ``topic`` as the cluster lists them."""
+    from confluent_kafka.admin import AdminClient
+
+    return list(AdminClient({"bootstrap.servers": broker.bootstrap}).list_topics(topic, timeout=10).topics[topic]
+                .partitions)  # fmt: skip
 
 
 def rows() -> list[RowChange]:
@@ -159,6 +168,31 @@ def test_topic_rules(kafka_broker: KafkaBroker, tmp_path: Path) -> None:
     with pytest.raises(ConfigError) as e:
         too_many.send(rows()[:1])
     assert e.value.code == "CDC:ErrKafkaInvalidPartitionNum"
+
+
+def test_the_create_time_check_reaches_the_cluster_and_creates_the_default_topic(kafka_broker: KafkaBroker) -> None:
+    uri = f"kafka://{kafka_broker.bootstrap}/checked?{PROTOCOLS['simple']}&partition-num=2"
+    check_sink(uri)
+    assert sorted(read_partition_counts(kafka_broker, "checked")) == [0, 1]  # created with partition-num partitions
+    check_sink(uri)  # the topic exists now: checked, left as it is
+    with pytest.raises(ConfigError) as e:
+        check_sink(f"kafka://{kafka_broker.bootstrap}/checked?{PROTOCOLS['simple']}&partition-num=4")
+    assert e.value.code == "CDC:ErrKafkaInvalidPartitionNum"
+    with pytest.raises(ConfigError) as e:
+        check_sink(f"kafka://{kafka_broker.bootstrap}/never?{PROTOCOLS['simple']}&auto-create-topic=false")
+    assert e.value.code == "CDC:ErrKafkaTopicNotExists"
+
+
+def test_the_create_time_check_names_a_cluster_nobody_answers_for_in_one_line() -> None:
+    with socket.socket() as s:  # a port nothing listens on
+        s.bind(("127.0.0.1", 0))
+        port = s.getsockname()[1]
+    started = time.monotonic()
+    with pytest.raises(ConfigError) as e:
+        check_sink(f"kafka://127.0.0.1:{port}/t?protocol=simple&dial-timeout=2s")
+    assert time.monotonic() - started < 8  # dial-timeout bounds the wait
+    assert e.value.code == "CDC:ErrKafkaNewProducer"
+    assert f"cannot reach the Kafka cluster at 127.0.0.1:{port}" in e.value.message and "\n" not in e.value.message
 
 
 def test_simple_protocol_decodes_only_after_the_bootstrap(kafka_broker: KafkaBroker, tmp_path: Path) -> None:

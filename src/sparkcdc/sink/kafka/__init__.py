@@ -15,7 +15,9 @@ class _KafkaSink:
         return KafkaSinkConfig.from_uri(uri, toml)
 
     def check(self, config: Any) -> None:
-        return None
+        from sparkcdc.sink.kafka.client import check_reachable
+
+        check_reachable(config)
 
     def encoder(self, config: Any, ctx: SinkContext) -> Any:
         from sparkcdc.sink.kafka.encoder import KafkaEncoder

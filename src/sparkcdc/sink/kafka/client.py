@@ -86,12 +86,13 @@ class Topics:
     """Partition counts of the topics the sink writes, creating missing ones as TiCDC does (``partition-num``
     partitions, 3 by default, with ``replication-factor``) unless ``auto-create-topic=false``."""
 
-    def __init__(self, config: KafkaSinkConfig, client_id: str) -> None:
+    def __init__(self, config: KafkaSinkConfig, client_id: str, timeout: float = _ADMIN_TIMEOUT) -> None:
         from confluent_kafka.admin import AdminClient
 
         self.config = config
         self._admin = AdminClient(config.connection_config(client_id), logger=_client_log)
         self._partitions: dict[str, int] = {}
+        self._timeout = timeout
 
     def partitions(self, topic: str) -> int:
         """Partitions rows of ``topic`` are dispatched over. Raises KafkaError (cluster unreachable), ConfigError
@@ -106,7 +107,7 @@ class Topics:
 
         try:
             # all topics: a metadata request naming a missing topic makes brokers auto-create it their way
-            found = self._admin.list_topics(timeout=_ADMIN_TIMEOUT).topics.get(topic)
+            found = self._admin.list_topics(timeout=self._timeout).topics.get(topic)
         except KafkaException as e:
             raise _kafka_error(e.args[0], "cannot read the topics of the Kafka cluster") from None
         if found is None or found.error is not None or not found.partitions:
@@ -128,7 +129,7 @@ class Topics:
 
         count = resolve_partition_num(self.config.partition_num, None)
         futures = self._admin.create_topics(
-            [NewTopic(topic, count, self.config.replication_factor)], request_timeout=_ADMIN_TIMEOUT
+            [NewTopic(topic, count, self.config.replication_factor)], request_timeout=self._timeout
         )
         try:
             futures[topic].result()
@@ -136,10 +137,10 @@ class Topics:
         except KafkaException as e:
             if e.args[0].name() != "TOPIC_ALREADY_EXISTS":
                 raise _kafka_error(e.args[0], f"cannot create topic {topic!r}") from None
-        deadline = time.monotonic() + _ADMIN_TIMEOUT
+        deadline = time.monotonic() + self._timeout
         while (actual := self._existing(topic)) is None:
             if time.monotonic() > deadline:
-                raise KafkaError(f"topic {topic!r} was created but is not visible after {_ADMIN_TIMEOUT:.0f}s")
+                raise KafkaError(f"topic {topic!r} was created but is not visible after {self._timeout:.0f}s")
             time.sleep(0.05)
         return resolve_partition_num(self.config.partition_num, actual)
 
@@ -160,6 +161,19 @@ class Clients:
         if self._producer is None:
             self._producer = DeliveryProducer(self.config, self._client_id)
         return self._producer
+
+
+def check_reachable(config: KafkaSinkConfig) -> None:
+    """TiCDC's check when a changefeed is created or updated: the cluster answers within dial-timeout (at most
+    10 s), and the default topic exists with at least partition-num partitions or is created (as TiCDC creates it
+    then). Raises ConfigError naming the brokers and the reason."""
+    timeout = min(_ADMIN_TIMEOUT, max(1.0, config.dial_timeout_ns / 1e9))
+    try:
+        Topics(config, config.client_id or "sparkcdc_check", timeout).partitions(config.uri.topic)
+    except KafkaError as e:
+        raise ConfigError(f"cannot reach the Kafka cluster at {','.join(config.uri.brokers)}: {e.message}; check "
+                          "the broker addresses in the sink URI and that the cluster is running",
+                          code="CDC:ErrKafkaNewProducer") from None  # fmt: skip
 
 
 def clients(config: KafkaSinkConfig, changefeed: str) -> Clients:
