@@ -76,6 +76,47 @@ def test_changefeed_into_mysql_matches_upstream(
     assert {t["table"]: t["target_rows"] for t in doc["tables"]} == {"a": 5, "b2": 4, "gone": 1, "part": 4, "ty": 3}
 
 
+def test_a_removed_changefeed_closes_its_downstream_connections(
+    fresh_db: FreshDatabase,
+    mariadb: MariaDB,
+    target: MysqlTarget,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    """Spark keeps its Python workers; the sink's connections in them go once unused (here after 2 s), so a server
+    that ran many changefeeds does not run the downstream out of connections."""
+    db = fresh_db
+    db.execute("CREATE TABLE k (id INT PRIMARY KEY, v INT)")
+    run_sql(target, f"DROP DATABASE IF EXISTS `{db.name}`", f"CREATE DATABASE `{db.name}`",
+            f"CREATE TABLE `{db.name}`.k (id INT PRIMARY KEY, v INT)", "DROP USER IF EXISTS 'cfgone'@'%'",
+            "CREATE USER 'cfgone'@'%' IDENTIFIED BY 'pw'", "GRANT ALL ON *.* TO 'cfgone'@'%'")  # fmt: skip
+
+    def connections() -> int:
+        return int(run_sql(target, "SELECT COUNT(*) FROM information_schema.PROCESSLIST WHERE USER = 'cfgone'")[0][0])
+
+    cfg = tmp_path / "cf.toml"
+    cfg.write_text(f'[filter]\nrules = ["{db.name}.*"]\n')
+    server = SparkServer(tmp_path, mariadb.port or 0, env={"SPARKCDC_SINK_IDLE_SECONDS": "2"}).start()
+    try:
+        uri = f"mysql://cfgone:pw@{target.host}:{target.port}/"
+        created = server.cli("create", "--sink-uri", uri, "--changefeed-id", "gone", "--config", str(cfg))
+        assert created.returncode == 0, created.stderr + created.stdout
+        db.execute(*(f"INSERT INTO k VALUES ({i}, {i})" for i in range(20)))
+        end = now_tso(db)
+        deadline = time.monotonic() + 120
+        while (state := server.changefeed("gone"))["checkpoint_ts"] < end:
+            assert state["state"] == "normal" and time.monotonic() < deadline, (state, server.tail())
+            time.sleep(0.3)
+        assert connections() > 0  # the engine's connections stay open between batches
+        assert server.cli("remove", "--changefeed-id", "gone").returncode == 0
+        deadline = time.monotonic() + 60
+        while (left := connections()) and time.monotonic() < deadline:
+            time.sleep(0.5)
+        assert left == 0, server.tail()
+    finally:
+        server.stop()
+    assert run_sql(target, f"SELECT COUNT(*) FROM `{db.name}`.k")[0][0] == 20
+
+
 def test_sync_points_name_points_where_the_downstream_equals_the_upstream(
     fresh_db: FreshDatabase,
     mariadb: MariaDB,

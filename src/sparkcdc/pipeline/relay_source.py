@@ -63,13 +63,13 @@ class MarkPartition(InputPartition):
 
 
 def _transform(spec: FeedSpec) -> ChunkTransform:
-    key = f"{spec.state_dir}|{spec.start_ts}"
-    cached = _TRANSFORMS.get(key)
+    """The worker's transform of the changefeed; one per state dir, so a restart (a new spec) replaces the last."""
+    cached = _TRANSFORMS.get(spec.state_dir)
     if cached is not None and cached[0] == spec:
         cached[1]._sent_info.clear()
         return cached[1]
     t = ChunkTransform(spec)
-    _TRANSFORMS[key] = (spec, t)
+    _TRANSFORMS[spec.state_dir] = (spec, t)
     return t
 
 

@@ -1,7 +1,8 @@
 """The Kafka clients of one sink config in one process: a producer that checks every delivery, and the topics.
 
-Clients live as long as the Python worker (Spark reuses workers across tasks and micro-batches), so a
-connection is made once, not per batch, as TiCDC keeps one producer per changefeed. A client that failed is
+Clients stay in the Python worker while the changefeed uses them (Spark reuses workers across tasks and
+micro-batches; ``worker_cache`` closes them once idle), so a connection is made once, not per batch, as TiCDC keeps
+one producer per changefeed. A client that failed is
 dropped (:func:`discard`): an idempotent producer that timed out may be fenced, and the next batch starts clean.
 """
 
@@ -9,14 +10,15 @@ from __future__ import annotations
 
 import logging
 import pickle
-import threading
 import time
 from collections.abc import Sequence
+from contextlib import AbstractContextManager
 from typing import Any, Final
 
 from sparkcdc.errors import ConfigError, KafkaError
 from sparkcdc.sink.kafka.config import KafkaSinkConfig
 from sparkcdc.sink.kafka.limits import resolve_partition_num
+from sparkcdc.sink.worker_cache import WorkerCache
 
 log = logging.getLogger(__name__)
 # librdkafka's own log lines (connection failures while a broker is down, ...) go through logging, not stderr.
@@ -24,8 +26,6 @@ _client_log = logging.getLogger("sparkcdc.kafka.librdkafka")
 
 ERR_TOPIC_NOT_EXISTS: Final = "CDC:ErrKafkaTopicNotExists"
 _ADMIN_TIMEOUT: Final = 10.0
-_lock = threading.Lock()
-_clients: dict[bytes, Clients] = {}
 
 
 class DeliveryProducer:
@@ -162,6 +162,11 @@ class Clients:
             self._producer = DeliveryProducer(self.config, self._client_id)
         return self._producer
 
+    def close(self) -> None:
+        """Drop what the producer still holds (the admin client has nothing to close)."""
+        if self._producer is not None:
+            self._producer.close()
+
 
 def check_reachable(config: KafkaSinkConfig) -> None:
     """TiCDC's check when a changefeed is created or updated: the cluster answers within dial-timeout (at most
@@ -176,22 +181,20 @@ def check_reachable(config: KafkaSinkConfig) -> None:
                           code="CDC:ErrKafkaNewProducer") from None  # fmt: skip
 
 
-def clients(config: KafkaSinkConfig, changefeed: str) -> Clients:
-    """This process's clients for ``config`` (created on first use)."""
-    key = pickle.dumps((changefeed, config))
-    with _lock:
-        found = _clients.get(key)
-        if found is None:
-            found = _clients[key] = Clients(config, changefeed)
-        return found
+_clients: WorkerCache[bytes, Clients] = WorkerCache(Clients.close)
+
+
+def clients(config: KafkaSinkConfig, changefeed: str) -> AbstractContextManager[Clients]:
+    """This process's clients for ``config``, held for a ``with`` block (created on first use, closed once idle:
+    ``worker_cache``)."""
+    return _clients.use(pickle.dumps((changefeed, config)), lambda: Clients(config, changefeed))
 
 
 def discard(config: KafkaSinkConfig, changefeed: str) -> None:
     """Forget (and close) this process's clients for ``config`` after a failure."""
-    with _lock:
-        found = _clients.pop(pickle.dumps((changefeed, config)), None)
-    if found is not None and found._producer is not None:
-        found._producer.close()
+    found = _clients.pop(pickle.dumps((changefeed, config)))
+    if found is not None:
+        found.close()
 
 
 def _kafka_error(err: Any, what: str) -> KafkaError:

@@ -72,20 +72,20 @@ class KafkaCommitter:
 
     def _send(self, ddls: Sequence[DDLEvent], bootstraps: list[tuple[str, TableInfo]]) -> None:
         try:
-            client = clients(self.config, self.ctx.changefeed)
-            router = self.config.event_router()
-            for ddl in ddls:
-                topic = router.topic_for_ddl(ddl)
-                value = self.codec.encode_ddl(ddl).value
-                for partition in ddl_partitions(self.config.protocol, client.topics.partitions(topic)):
-                    client.producer.send(topic, partition, [value])
-            selectors = self.config.column_selectors()
-            for topic, info in bootstraps:
-                value = self.codec.encode_bootstrap(selectors.project(info)).value
-                count = client.topics.partitions(topic)
-                for partition in bootstrap_partitions(self.config.send_bootstrap_to_all_partition, count):
-                    client.producer.send(topic, partition, [value])
-            client.producer.flush()
+            with clients(self.config, self.ctx.changefeed) as client:
+                router = self.config.event_router()
+                for ddl in ddls:
+                    topic = router.topic_for_ddl(ddl)
+                    value = self.codec.encode_ddl(ddl).value
+                    for partition in ddl_partitions(self.config.protocol, client.topics.partitions(topic)):
+                        client.producer.send(topic, partition, [value])
+                selectors = self.config.column_selectors()
+                for topic, info in bootstraps:
+                    value = self.codec.encode_bootstrap(selectors.project(info)).value
+                    count = client.topics.partitions(topic)
+                    for partition in bootstrap_partitions(self.config.send_bootstrap_to_all_partition, count):
+                        client.producer.send(topic, partition, [value])
+                client.producer.flush()
         except SparkcdcError:
             discard(self.config, self.ctx.changefeed)
             raise
@@ -116,11 +116,11 @@ class KafkaCommitter:
         value = self.codec.encode_watermark(ts).value
         topics = sorted(self._topics() | {self.config.topic})
         try:
-            client = clients(self.config, self.ctx.changefeed)
-            for topic in topics:
-                for partition in range(client.topics.partitions(topic)):
-                    client.producer.send(topic, partition, [value])
-            client.producer.flush()
+            with clients(self.config, self.ctx.changefeed) as client:
+                for topic in topics:
+                    for partition in range(client.topics.partitions(topic)):
+                        client.producer.send(topic, partition, [value])
+                client.producer.flush()
         except SparkcdcError:
             discard(self.config, self.ctx.changefeed)
             raise

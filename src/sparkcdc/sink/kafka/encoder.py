@@ -59,7 +59,8 @@ class KafkaEncoder:
         table = rows[0].table
         self._verify(table)
         topic = self.router.topic_for_table(table.schema, table.table)
-        count = clients(self.config, self.changefeed).topics.partitions(topic)
+        with clients(self.config, self.changefeed) as client:
+            count = client.topics.partitions(topic)
         generator = self.router.partition_generator(table.schema, table.table)
         # default/table: one partition for the whole table, computed once instead of per row
         fixed = generator.partition(rows[0], count).index if isinstance(generator, TablePartition) else None

@@ -24,7 +24,7 @@ from sparkcdc.codec.simple.bootstrap import BootstrapTracker
 from sparkcdc.errors import SparkcdcError
 from sparkcdc.model import TableInfo
 from sparkcdc.sink.base import Routed, SinkContext
-from sparkcdc.sink.kafka.client import DeliveryProducer, clients, discard
+from sparkcdc.sink.kafka.client import Clients, DeliveryProducer, clients, discard
 from sparkcdc.sink.kafka.config import KafkaSinkConfig
 from sparkcdc.sink.kafka.dispatcher import bootstrap_partitions
 from sparkcdc.sink.kafka.encoder import unpack
@@ -59,7 +59,10 @@ class KafkaTaskWriter:
             raise
 
     def _write(self, payloads: list[Routed]) -> KafkaResult:
-        client = clients(self.config, self.ctx.changefeed)
+        with clients(self.config, self.ctx.changefeed) as client:
+            return self._send(client, payloads)
+
+    def _send(self, client: Clients, payloads: list[Routed]) -> KafkaResult:
         producer = client.producer
         bootstrap = self._bootstrap(producer, client.topics.partitions) if self.config.bootstrap_enabled else None
         topics: dict[str, int] = {}

@@ -37,9 +37,9 @@ class MysqlCommitter:
             step = DdlStep(ddl.schema, ddl.table, ddl.query, int(ddl.action), ddl.commit_ts)
 
             def run(step: DdlStep = step) -> None:
-                engine = engine_for(self.config, self.ctx.changefeed)  # connects: may fail too
-                engine.reload()
-                engine.apply(step)
+                with engine_for(self.config, self.ctx.changefeed) as engine:  # connects: may fail too
+                    engine.reload()
+                    engine.apply(step)
 
             with_retries(run, f"executing DDL {ddl.query!r} on {self.config.target}")
 
@@ -47,11 +47,11 @@ class MysqlCommitter:
         if not self.config.enable_sync_point:
             return
         def write() -> bool:
-            if self._sync_points is None:  # connects: may fail too
-                applier = engine_for(self.config, self.ctx.changefeed).main_applier
-                self._sync_points = SyncPoints(applier, self.ctx.changefeed, self.ctx.sink_start_ts,
-                                               self.config.sync_point_interval_ns,
-                                               self.config.sync_point_retention_ns)  # fmt: skip
-            return self._sync_points.checkpoint(ts)
+            with engine_for(self.config, self.ctx.changefeed) as engine:  # connects: may fail too
+                if self._sync_points is None:
+                    self._sync_points = SyncPoints(engine.main_applier, self.ctx.changefeed, self.ctx.sink_start_ts,
+                                                   self.config.sync_point_interval_ns,
+                                                   self.config.sync_point_retention_ns)  # fmt: skip
+                return self._sync_points.checkpoint(ts)
 
         with_retries(write, f"writing a sync point to {self.config.target}")

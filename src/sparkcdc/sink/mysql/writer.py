@@ -6,13 +6,14 @@ in parallel, those on the same keys in commit order), upstream transactions grou
 about ``max-txn-row`` rows (an upstream transaction is never split: its table's part commits atomically), each with
 its slot's checkpoint row in ``tidb_cdc.checkpoint`` in the same downstream transaction. A batch Spark replays after
 a crash therefore skips every transaction at or below its slot's checkpoint and applies the rest: a kill -9 at any
-point leaves every slot of every table exactly at a transaction boundary. The engine (and its connections) lives as
-long as the worker process, so batches reuse connections.
+point leaves every slot of every table exactly at a transaction boundary. The engine (and its connections) stays in
+the worker process while the changefeed uses it, so batches reuse connections.
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable
+from contextlib import AbstractContextManager
 
 from sparkcdc.consumer.engine import ApplyEngine
 from sparkcdc.model import RowChange
@@ -22,21 +23,19 @@ from sparkcdc.sink.mysql.conflict import SLOTS, plan_steps
 from sparkcdc.sink.mysql.encoder import unpack
 from sparkcdc.sink.mysql.retry import with_retries
 from sparkcdc.sink.mysql.session import CHECKPOINT_SCHEMA, session_statements
+from sparkcdc.sink.worker_cache import WorkerCache
 
 _TABLE_THREADS = SLOTS  # streams (tables, key slots of a table) applied in parallel, one connection each
-_engines: dict[tuple[str, MysqlSinkConfig], ApplyEngine] = {}
+_engines: WorkerCache[tuple[str, MysqlSinkConfig], ApplyEngine] = WorkerCache(ApplyEngine.close)
 
 
-def engine_for(config: MysqlSinkConfig, changefeed: str) -> ApplyEngine:
-    """This process's engine for the changefeed (created once; its connections reconnect after errors)."""
-    key = (changefeed, config)
-    engine = _engines.get(key)
-    if engine is None:
-        engine = _engines[key] = ApplyEngine(
-            config.target, changefeed=changefeed, time_zone=config.time_zone, workers=_TABLE_THREADS,
-            checkpoint_schema=CHECKPOINT_SCHEMA, session=session_statements(config),
-        )  # fmt: skip
-    return engine
+def engine_for(config: MysqlSinkConfig, changefeed: str) -> AbstractContextManager[ApplyEngine]:
+    """This process's engine for the changefeed, held for a ``with`` block (its connections reconnect after errors;
+    closed once idle: ``worker_cache``)."""
+    return _engines.use((changefeed, config), lambda: ApplyEngine(
+        config.target, changefeed=changefeed, time_zone=config.time_zone, workers=_TABLE_THREADS,
+        checkpoint_schema=CHECKPOINT_SCHEMA, session=session_statements(config),
+    ))  # fmt: skip
 
 
 class MysqlTaskWriter:
@@ -59,10 +58,10 @@ class MysqlTaskWriter:
         steps = plan_steps(rows, max(r.commit_ts for r in rows), self.config.max_txn_row)
 
         def apply() -> None:
-            engine = engine_for(self.config, self.ctx.changefeed)  # connects: may fail too
-            engine.reload()  # after a failure some streams committed: their checkpoints moved
-            for step in steps:
-                engine.apply(step)
+            with engine_for(self.config, self.ctx.changefeed) as engine:  # connects: may fail too
+                engine.reload()  # after a failure some streams committed: their checkpoints moved
+                for step in steps:
+                    engine.apply(step)
 
         with_retries(apply, f"writing {len(rows)} rows to {self.config.target}")
         return len(rows)
