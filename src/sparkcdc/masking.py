@@ -8,6 +8,8 @@ value of every query parameter whose name contains a credential word (``sasl-pas
 from __future__ import annotations
 
 import re
+from collections.abc import Mapping
+from typing import Any
 from urllib.parse import parse_qsl, quote, urlsplit, urlunsplit
 
 MASK = "xxxxx"
@@ -38,8 +40,9 @@ _RAW_USERINFO = re.compile(r"(://[^/@:?#]*):[^/@?#]*@")
 
 
 def is_secret_param(key: str) -> bool:
-    """True for a parameter whose value is a credential (masked whenever printed)."""
-    k = key.lower()
+    """True for a parameter whose value is a credential (masked whenever printed); a config's snake_case key
+    (``sasl_password``) counts as its kebab-case form."""
+    k = key.lower().replace("_", "-")
     return k not in _NOT_SECRET and any(word in k for word in _SECRET_WORDS)
 
 
@@ -66,3 +69,37 @@ def mask_uri(uri: str) -> str:
     except ValueError:
         masked = _RAW_USERINFO.sub(r"\1:" + MASK + "@", uri)
         return _RAW_PARAM.sub(lambda m: f"{m.group(1)}{m.group(2)}={mask_value(m.group(2), m.group(3))}", masked)
+
+
+def mask_setting(key: str, value: str) -> str:
+    """A config value as it may be shown: a credential masked, a URI (a claim-check storage URI, a schema
+    registry) with its secrets masked."""
+    if is_secret_param(key):
+        return mask_value(key, value)
+    return mask_uri(value) if "://" in value else value
+
+
+def mask_config(doc: Any) -> Any:
+    """A changefeed config document (TOML or Open API shape) with every secret masked, as TiCDC masks the replica
+    config it returns (the SASL passwords and client secret of ``[sink.kafka-config]``, URIs' credentials)."""
+    if isinstance(doc, Mapping):
+        return {k: mask_setting(k, v) if isinstance(v, str) else mask_config(v) for k, v in doc.items()}
+    if isinstance(doc, list):
+        return [mask_config(v) for v in doc]
+    return doc
+
+
+def unmask_config(new: Any, old: Any) -> Any:
+    """``new`` with every value that is the masked form of ``old``'s value at the same place replaced by the old
+    value: a config a GET returned, sent back, keeps the stored secrets instead of storing ``xxxxx``."""
+    if isinstance(new, Mapping) and isinstance(old, Mapping):
+        return {k: _unmask_value(k, v, old.get(k)) for k, v in new.items()}
+    if isinstance(new, list) and isinstance(old, list) and len(new) == len(old):
+        return [unmask_config(n, o) for n, o in zip(new, old, strict=True)]
+    return new
+
+
+def _unmask_value(key: str, new: Any, old: Any) -> Any:
+    if isinstance(new, str) and isinstance(old, str):
+        return old if new != old and new == mask_setting(key, old) else new
+    return unmask_config(new, old)

@@ -344,11 +344,15 @@ def _put(server: CdcServer, cf: str, body: dict[str, Any]) -> httpx.Response:
     return httpx.put(f"{server.url}/api/v2/changefeeds/{cf}", json=body, timeout=10)
 
 
-def _stored_sink_uri(server: CdcServer, cf: str) -> str:
-    """The unmasked sink URI in the server's metadata store (no API shows it)."""
+def _stored_info(server: CdcServer, cf: str) -> str:
+    """The changefeed's info as the server's metadata store holds it, secrets and all (no API shows them)."""
     with sqlite3.connect(server.data_dir / "meta.sqlite3") as conn:
         (info,) = conn.execute("SELECT info FROM changefeed WHERE id = ?", (cf,)).fetchone()
-    return str(json.loads(info)["sink_uri"])
+    return str(info)
+
+
+def _stored_sink_uri(server: CdcServer, cf: str) -> str:
+    return str(json.loads(_stored_info(server, cf))["sink_uri"])
 
 
 def test_refused_replica_configs(server: CdcServer, tmp_path: Path) -> None:
@@ -423,6 +427,35 @@ def test_get_then_put_back_round_trip(server: CdcServer, tmp_path: Path) -> None
     assert server.cli("resume", "-c", "rt", "--no-confirm").returncode == 0
     server.wait_state("rt", "normal")
     assert "Traceback" not in (tmp_path / "server.log").read_text()
+
+
+def test_secrets_in_the_config_never_show_and_survive_updates(server: CdcServer, tmp_path: Path) -> None:
+    """A password in the changefeed TOML (``[sink.kafka-config] sasl-password``) is masked in every answer of the
+    CLI and the API, as TiCDC masks it, and an update that sends the masked config back keeps it."""
+    cfg = tmp_path / "secret.toml"
+    cfg.write_text('[filter]\nrules = ["shop.*"]\n[sink.kafka-config]\nsasl-user = "cdc"\n'
+                   'sasl-password = "TOPSECRET-CFG"\n')  # fmt: skip
+    created = server.cli("create", "-c", "sec", "--sink-uri", SECRET_S3_SINK, "--config", str(cfg))
+    assert created.returncode == 0, created.stderr
+    assert server.cli("pause", "-c", "sec").returncode == 0
+    rules = tmp_path / "rules.toml"
+    rules.write_text('[filter]\nrules = ["shop.*", "crm.*"]\n')
+    kept = server.cli("update", "-c", "sec", "--config", str(rules), "--no-confirm")
+    assert kept.returncode == 0, kept.stderr
+    stored = json.loads(_stored_info(server, "sec"))["config"]["sink"]["kafka-config"]
+    assert stored["sasl-password"] == "TOPSECRET-CFG"  # sent back masked: the stored one stays
+    new = tmp_path / "new.toml"
+    new.write_text('[sink.kafka-config]\nsasl-password = "TOPSECRET-NEW"\n')
+    changed = server.cli("update", "-c", "sec", "--config", str(new), "--no-confirm")
+    assert changed.returncode == 0, changed.stderr
+    assert "update config.sink" in changed.stdout and '"sasl_password":"xxxxx"' in changed.stdout
+    stored = json.loads(_stored_info(server, "sec"))["config"]["sink"]["kafka-config"]
+    assert stored["sasl-password"] == "TOPSECRET-NEW"
+    shown = [created, kept, changed, server.cli("query", "-c", "sec"), server.cli("list", "--all")]
+    texts = [r.stdout + r.stderr for r in shown] + [json.dumps(server.api("/changefeeds/sec"))]
+    assert server.api("/changefeeds/sec")["config"]["filter"]["rules"] == ["shop.*", "crm.*"]
+    texts.append((tmp_path / "server.log").read_text())
+    assert not [t for t in texts if "TOPSECRET" in t]
 
 
 KAFKA_BAD = [

@@ -21,6 +21,7 @@ from sparkcdc.changefeed.config import ReplicaConfig, merge_documents, read_toml
 from sparkcdc.changefeed.info import RUNNING
 from sparkcdc.cli.client import DEFAULT_SERVER, APIClient
 from sparkcdc.errors import ConfigError, SparkcdcError
+from sparkcdc.masking import mask_config
 from sparkcdc.model import tso
 from sparkcdc.server.catchup import describe_lag
 
@@ -377,9 +378,10 @@ def update(
         if sink_uri is not None and sink_uri != old.get("sink_uri"):
             changes.append(f"update sink_uri: {old.get('sink_uri', '')} -> (new sink URI)")
         old_api, new_api = old_cfg.to_api(), new_cfg.to_api()
+        shown_old, shown_new = mask_config(old_api), mask_config(new_api)  # the diff never shows a secret
         for key in new_api:
             if new_api[key] != old_api.get(key):
-                changes.append(f"update config.{key}: {go_json(old_api.get(key))} -> {go_json(new_api[key])}")
+                changes.append(f"update config.{key}: {go_json(shown_old.get(key))} -> {go_json(shown_new[key])}")
         if not changes:
             click.echo("changefeed config is the same with the old one, do nothing")
             return

@@ -1,7 +1,7 @@
 """TiCDC Open API v2 JSON shapes, key order as TiCDC's Go structs (dict order is output order).
 
-Sink URIs are masked in every shape built here. Times: ``create_time`` is RFC 3339 (Go ``time.Time``);
-``checkpoint_time`` is TiCDC's ``JSONTime`` (``2006-01-02 15:04:05.000`` in the server's local zone).
+Sink URIs and the config's secrets are masked in every shape built here. Times: ``create_time`` is RFC 3339 (Go
+``time.Time``); ``checkpoint_time`` is TiCDC's ``JSONTime`` (``2006-01-02 15:04:05.000`` in the server's local zone).
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from typing import Any
 from sparkcdc.changefeed.config import ReplicaConfig
 from sparkcdc.changefeed.info import ChangefeedInfo, ChangefeedStatus, FeedState, RunningError
 from sparkcdc.changefeed.snapshot import SnapshotProgress
-from sparkcdc.masking import mask_uri
+from sparkcdc.masking import mask_config, mask_uri
 from sparkcdc.model import tso
 
 
@@ -53,7 +53,7 @@ def changefeed_info(
         out["start_ts"] = info.start_ts
     if info.target_ts:
         out["target_ts"] = info.target_ts
-    out["config"] = info.config.to_api()
+    out["config"] = mask_config(info.config.to_api())
     out["state"] = _shown_state(info.state)
     if info.error is not None:
         out["error"] = running_error(info.error)

@@ -43,7 +43,7 @@ from sparkcdc.changefeed.info import (
 from sparkcdc.changefeed.runner import ChangefeedRunner
 from sparkcdc.changefeed.snapshot import SnapshotProgress
 from sparkcdc.errors import ConfigError, SparkcdcError
-from sparkcdc.masking import mask_uri
+from sparkcdc.masking import mask_uri, unmask_config
 from sparkcdc.server.catchup import CatchUpLog
 from sparkcdc.server.gc import GcPolicy, gc_ttl_exceeded, safepoint, stopped_since
 from sparkcdc.server.lag_history import LagHistory
@@ -294,7 +294,8 @@ class ChangefeedManager:
         """Change target-ts, sink URI and/or config of a stopped or failed changefeed.
 
         What a GET returned is accepted back unchanged: a sink URI equal to the masked form of the stored one
-        keeps the stored one (its secrets), and the config passes the same checks as at create. Raises
+        keeps the stored one (its secrets), as does a config value equal to the masked form of the stored one; the
+        config passes the same checks as at create. Raises
         ConfigError (nothing changed) when the new settings are refused.
         """
         validate_changefeed_id(changefeed_id)
@@ -319,7 +320,9 @@ class ChangefeedManager:
             elif sink_uri:
                 new = new.with_changes(sink_uri=sink_uri)
             if config is not None:
-                new = new.with_changes(config=config)
+                # secrets a GET returned masked and that came back so: the stored ones stay
+                doc = unmask_config(config.to_toml(), info.config.to_toml())
+                new = new.with_changes(config=ReplicaConfig.from_toml(doc) if doc != config.to_toml() else config)
             new.config.validate()
             check_sink(new.sink_uri, new.config.to_toml())  # last: it may connect to the downstream
             new = new.with_changes(config=new.config.with_uri_protocol(new.sink_uri))

@@ -204,3 +204,45 @@ def test_get_then_put_back_is_accepted_and_unchanged(client: ASGIClient) -> None
     r = client.put("/api/v2/changefeeds/cf1", json={"sink_uri": got["sink_uri"], "replica_config": got["config"]})
     assert r.status_code == 200, r.text
     assert client.get("/api/v2/changefeeds/cf1").json() == got  # the stored secret is kept: see test_changefeed
+
+
+SECRET_CONFIG = {
+    "filter": {"rules": ["shop.*"]},
+    "sink": {"kafka-config": {"sasl-user": "cdc", "sasl-password": "TOPSECRET-1", "sasl-oauth-client-secret":
+             "TOPSECRET-2", "large-message-handle": {"claim-check-storage-uri":
+                                                     "s3://claims/p?access-key=AK&secret-access-key=TOPSECRET-3"}}},
+}  # fmt: skip
+
+
+def test_the_configs_secrets_are_masked_in_answers_and_kept_when_sent_back(tmp_path: Path) -> None:
+    store = MetaStore(tmp_path)
+    mgr = ChangefeedManager(store, FakeRunner())
+    mgr.start(poll=False)
+    client = ASGIClient(create_app(mgr, SingleNode("127.0.0.1:8300", capture_id="cap-1")))
+    try:
+        body = {"changefeed_id": "cfs", "sink_uri": SECRET_SINK,
+                "replica_config": ReplicaConfig.from_toml(SECRET_CONFIG).to_api()}  # fmt: skip
+        created = client.post("/api/v2/changefeeds", json=body)
+        assert created.status_code == 200, created.text
+        client.post("/api/v2/changefeeds/cfs/pause")
+        got = client.get("/api/v2/changefeeds/cfs")
+        answers = created.text + got.text + client.get("/api/v2/changefeeds").text
+        assert "TOPSECRET" not in answers
+        kafka = got.json()["config"]["sink"]["kafka_config"]
+        assert kafka["sasl_user"] == "cdc" and kafka["sasl_password"] == "xxxxx"
+        assert kafka["large_message_handle"]["claim_check_storage_uri"] == (
+            "s3://claims/p?access-key=xxxxx&secret-access-key=xxxxx")  # fmt: skip
+        r = client.put("/api/v2/changefeeds/cfs", json={"sink_uri": got.json()["sink_uri"],
+                                                        "replica_config": got.json()["config"]})  # fmt: skip
+        assert r.status_code == 200 and "TOPSECRET" not in r.text, r.text
+        stored = store.get("default", "cfs")[0]
+        assert stored.config == ReplicaConfig.from_toml(SECRET_CONFIG).with_uri_protocol(SECRET_SINK)
+        assert stored.sink_uri == SECRET_SINK
+        changed = dict(got.json()["config"])
+        changed["sink"] = {"kafka_config": {**kafka, "sasl_password": "NEW-PASSWORD"}}
+        assert client.put("/api/v2/changefeeds/cfs", json={"replica_config": changed}).status_code == 200
+        stored_kafka = store.get("default", "cfs")[0].config.to_toml()["sink"]["kafka-config"]
+        assert stored_kafka["sasl-password"] == "NEW-PASSWORD"  # a new secret replaces the old one
+        assert stored_kafka["sasl-oauth-client-secret"] == "TOPSECRET-2"  # one sent back masked stays
+    finally:
+        mgr.close()

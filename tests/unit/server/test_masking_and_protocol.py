@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from sparkcdc.changefeed.config import ReplicaConfig
-from sparkcdc.masking import mask_uri
+from sparkcdc.masking import mask_config, mask_uri, unmask_config
 
 
 @pytest.mark.parametrize(
@@ -34,3 +34,25 @@ def test_protocol_from_uri_wins() -> None:
     out = cfg.with_uri_protocol("file:///x?protocol=canal-json")
     assert out.sink["protocol"] == "canal-json" and out.sink["terminator"] == "\n"
     assert cfg.with_uri_protocol("file:///x") is cfg
+
+
+def test_a_config_document_is_masked_in_either_key_style_and_unmasked_only_where_it_was() -> None:
+    doc = {"sink": {"kafka_config": {"sasl_user": "cdc", "sasl_password": "pw", "sasl-gssapi-password": "k5",
+                                     "kafka_client_id": "id-1", "sse-kms-key-id": "kms-1", "compression": "lz4"},
+                    "schema_registry": "http://reg:pw@host:8081/?token=t",
+                    "dispatchers": [{"matcher": ["a.*"], "topic": "{schema}"}]},
+           "enable_sync_point": True}  # fmt: skip
+    masked = mask_config(doc)
+    assert masked == {"sink": {"kafka_config": {"sasl_user": "cdc", "sasl_password": "xxxxx",
+                                                "sasl-gssapi-password": "xxxxx", "kafka_client_id": "id-1",
+                                                "sse-kms-key-id": "kms-1", "compression": "lz4"},
+                               "schema_registry": "http://reg:xxxxx@host:8081/?token=xxxxx",
+                               "dispatchers": [{"matcher": ["a.*"], "topic": "{schema}"}]},
+                      "enable_sync_point": True}  # fmt: skip
+    assert unmask_config(masked, doc) == doc
+    edited = {**masked, "sink": {**masked["sink"], "kafka_config": {**masked["sink"]["kafka_config"],
+                                                                    "sasl_password": "new"}}}  # fmt: skip
+    back = unmask_config(edited, doc)
+    assert back["sink"]["kafka_config"]["sasl_password"] == "new"
+    assert back["sink"]["kafka_config"]["sasl-gssapi-password"] == "k5"
+    assert unmask_config({"sasl_password": "xxxxx"}, {}) == {"sasl_password": "xxxxx"}  # nothing to restore from
