@@ -175,6 +175,18 @@ def test_lifecycle_outputs(server: CdcServer, tmp_path: Path) -> None:
     assert set(listed[0]) == {"id", "namespace", "summary"}
     assert set(listed[0]["summary"]) == {"state", "tso", "checkpoint", "error"}
 
+    def processors() -> list[dict[str, Any]]:
+        r = subprocess.run([CDC, "cli", "processor", "list", "--server", server.url], capture_output=True, text=True,
+                           timeout=60)  # fmt: skip
+        assert r.returncode == 0, r.stderr
+        return sorted(json.loads(r.stdout), key=lambda p: p["changefeed-id"]["id"])
+
+    r = subprocess.run([CDC, "cli", "capture", "list", "--server", server.url], capture_output=True, text=True,
+                       timeout=60)  # fmt: skip
+    capture = json.loads(r.stdout)[0]["id"]
+    assert processors() == [{"changefeed-id": {"namespace": "default", "id": cf}, "capture-id": capture}
+                            for cf in sorted(["cf-1", generated])]  # fmt: skip
+
     simple = json.loads(server.cli("query", "-s", "-c", "cf-1").stdout)
     assert simple["id"] == "cf-1" and simple["state"] == "normal" and simple["checkpoint_tso"] >= info["start_ts"]
     assert re.fullmatch(r"\d+\.\ds|\d+m \d\ds|\d+h \d\dm", simple["checkpoint_lag"]), simple  # ours: lag in words
@@ -185,6 +197,7 @@ def test_lifecycle_outputs(server: CdcServer, tmp_path: Path) -> None:
     assert full["state"] == "stopped" and full["sink_uri"] == sink(tmp_path)
     assert "checkpoint_lag" not in full  # only a running changefeed has a lag
     assert full["start_ts"] == info["start_ts"]
+    assert [p["changefeed-id"]["id"] for p in processors()] == [generated]  # a stopped changefeed runs nowhere
 
     r = server.cli("update", "-c", "cf-1", "--config", str(cfg), "--no-confirm")
     assert r.stdout.strip() == "changefeed config is the same with the old one, do nothing"

@@ -473,6 +473,24 @@ def capture_list(ctx: click.Context, server: str | None) -> None:
     click.echo(go_json(out, indent=True))
 
 
+@click.group("processor")
+def processor_group() -> None:
+    """Which capture runs each changefeed (a processor: one changefeed's work on one capture)."""
+
+
+@processor_group.command("list")
+@server_option
+@click.pass_context
+def processor_list(ctx: click.Context, server: str | None) -> None:
+    """List the processors of the cluster (as TiCDC's JSON)."""
+    with _client(ctx, server) as client:
+        items = client.processors()
+    out = [{"changefeed-id": {"namespace": p["namespace"], "id": p["changefeed_id"]}, "capture-id": p["capture_id"]}
+           for p in items]  # fmt: skip
+    click.echo(go_json(out, indent=True))
+
+
 cli_group.add_command(changefeed)
 cli_group.add_command(tso_group)
 cli_group.add_command(capture_group)
+cli_group.add_command(processor_group)

@@ -108,6 +108,9 @@ class APIClient:
     def captures(self) -> list[dict[str, Any]]:
         return list(self._call("GET", "/captures").get("items") or [])
 
+    def processors(self) -> list[dict[str, Any]]:
+        return list(self._call("GET", "/processors").get("items") or [])
+
     def create(self, body: dict[str, Any]) -> dict[str, Any]:
         result: dict[str, Any] = self._call("POST", "/changefeeds", body=body)
         return result
