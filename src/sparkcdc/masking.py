@@ -101,5 +101,5 @@ def unmask_config(new: Any, old: Any) -> Any:
 
 def _unmask_value(key: str, new: Any, old: Any) -> Any:
     if isinstance(new, str) and isinstance(old, str):
-        return old if new != old and new == mask_setting(key, old) else new
+        return old if new == mask_setting(key, old) else new
     return unmask_config(new, old)

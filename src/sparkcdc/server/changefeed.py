@@ -295,8 +295,8 @@ class ChangefeedManager:
 
         What a GET returned is accepted back unchanged: a sink URI equal to the masked form of the stored one
         keeps the stored one (its secrets), as does a config value equal to the masked form of the stored one; the
-        config passes the same checks as at create. Raises
-        ConfigError (nothing changed) when the new settings are refused.
+        config passes the same checks as at create. Raises ConfigError (nothing changed) when the new settings are
+        refused.
         """
         validate_changefeed_id(changefeed_id)
         with self._lock:
@@ -321,8 +321,9 @@ class ChangefeedManager:
                 new = new.with_changes(sink_uri=sink_uri)
             if config is not None:
                 # secrets a GET returned masked and that came back so: the stored ones stay
-                doc = unmask_config(config.to_toml(), info.config.to_toml())
-                new = new.with_changes(config=ReplicaConfig.from_toml(doc) if doc != config.to_toml() else config)
+                sent = config.to_toml()
+                doc = unmask_config(sent, info.config.to_toml())
+                new = new.with_changes(config=ReplicaConfig.from_toml(doc) if doc != sent else config)
             new.config.validate()
             check_sink(new.sink_uri, new.config.to_toml())  # last: it may connect to the downstream
             new = new.with_changes(config=new.config.with_uri_protocol(new.sink_uri))

@@ -33,7 +33,7 @@ BIG = "x" * 6000
 TS = 450_000_000_000_000_000
 
 
-def read_partition_counts(broker: KafkaBroker, topic: str) -> list[int]:
+def partition_ids(broker: KafkaBroker, topic: str) -> list[int]:
     """The partition ids of ``topic`` as the cluster lists them."""
     from confluent_kafka.admin import AdminClient
 
@@ -173,7 +173,7 @@ def test_topic_rules(kafka_broker: KafkaBroker, tmp_path: Path) -> None:
 def test_the_create_time_check_reaches_the_cluster_and_creates_the_default_topic(kafka_broker: KafkaBroker) -> None:
     uri = f"kafka://{kafka_broker.bootstrap}/checked?{PROTOCOLS['simple']}&partition-num=2"
     check_sink(uri)
-    assert sorted(read_partition_counts(kafka_broker, "checked")) == [0, 1]  # created with partition-num partitions
+    assert sorted(partition_ids(kafka_broker, "checked")) == [0, 1]  # created with partition-num partitions
     check_sink(uri)  # the topic exists now: checked, left as it is
     with pytest.raises(ConfigError) as e:
         check_sink(f"kafka://{kafka_broker.bootstrap}/checked?{PROTOCOLS['simple']}&partition-num=4")

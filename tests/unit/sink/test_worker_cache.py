@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable
 
 import pytest
@@ -109,10 +108,7 @@ def test_the_background_thread_closes_idle_entries() -> None:
     with c.use("a", lambda: Client("a")):
         pass
     assert closed.wait(5)
-    deadline = time.monotonic() + 5
-    while len(c) and time.monotonic() < deadline:
-        time.sleep(0.01)
-    assert len(c) == 0
+    assert len(c) == 0  # forgotten before it is closed
 
 
 @pytest.mark.parametrize(("raw", "expected"), [(None, DEFAULT_IDLE_SECONDS), ("2", 2.0), ("0.5", 0.5),
