@@ -406,10 +406,7 @@ class ReplicaConfig:
             "filter": {
                 "rules": list(self.filter.rules),
                 "ignore_txn_start_ts": list(self.filter.ignore_txn_start_ts),
-                "event_filters": [
-                    {"matcher": list(r.matcher), "ignore_event": list(r.ignore_event), "ignore_sql": list(r.ignore_sql)}
-                    for r in self.filter.event_filters
-                ],
+                "event_filters": [_keys_to_api(r.to_toml()) for r in self.filter.event_filters],
             },
             "mounter": {"worker_num": self.mounter_worker_num},
             "snapshot": _keys_to_api(self.snapshot.to_toml()),

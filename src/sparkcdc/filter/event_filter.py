@@ -1,24 +1,30 @@
-"""TiCDC's ``[[filter.event-filters]]``: drop some events of the matched tables by type or by DDL text.
+"""TiCDC's ``[[filter.event-filters]]``: drop some events of the matched tables by type, by DDL text or by value.
 
 A rule has ``matcher`` (table-filter rules selecting the tables it applies to), ``ignore-event`` (event
-types such as ``insert``, ``all dml``, ``drop table``) and ``ignore-sql`` (regular expressions searched,
-case-insensitively, in DDL statements; DML events have no SQL text). An event is skipped when any rule whose
-matcher selects its table ignores it. As in TiCDC, matchers are case-sensitive whatever the changefeed's
-``case-sensitive`` says. The ``ignore-*-value-expr`` expression filters are not supported: setting one is a
-ConfigError rather than a silently ignored setting.
+types such as ``insert``, ``all dml``, ``drop table``), ``ignore-sql`` (regular expressions searched,
+case-insensitively, in DDL statements; DML events have no SQL text) and the expression filters
+``ignore-insert-value-expr`` (an INSERT's new row), ``ignore-update-old-value-expr`` /
+``ignore-update-new-value-expr`` (an UPDATE is dropped when either image matches) and ``ignore-delete-value-expr``
+(a DELETE's old row): TiDB expressions (``expr_compile``), compiled once per table version. An event is skipped
+when any rule whose matcher selects its table ignores it; event types are checked before expressions, as in
+TiCDC's ``filter.ShouldIgnoreDMLEvent``. As in TiCDC, matchers are case-sensitive whatever the changefeed's
+``case-sensitive`` says.
 """
 
 from __future__ import annotations
 
 import re
 import warnings
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, cast
 
 from sparkcdc.errors import ConfigError
+from sparkcdc.filter.expr_compile import compile_predicate, parse_expression
 from sparkcdc.filter.table_filter import ERR_FILTER_RULE_INVALID, TableFilter
 from sparkcdc.model.ddl_action import DDLAction
+from sparkcdc.model.events import Row, RowChange, RowOp
+from sparkcdc.model.table import TableInfo
 
 ERR_INVALID_IGNORE_EVENT_TYPE = "CDC:ErrInvalidIgnoreEventType"
 
@@ -104,13 +110,16 @@ SUPPORTED_EVENT_TYPES: tuple[str, ...] = tuple(
     )
 )
 
-_EXPR_KEYS = (
-    "ignore-insert-value-expr",
-    "ignore-update-new-value-expr",
-    "ignore-update-old-value-expr",
-    "ignore-delete-value-expr",
-)
+# key -> the EventFilterRule field holding it
+_EXPR_KEYS = {
+    "ignore-insert-value-expr": "ignore_insert_value_expr",
+    "ignore-update-new-value-expr": "ignore_update_new_value_expr",
+    "ignore-update-old-value-expr": "ignore_update_old_value_expr",
+    "ignore-delete-value-expr": "ignore_delete_value_expr",
+}
 RULE_KEYS = ("matcher", "ignore-event", "ignore-sql", *_EXPR_KEYS)
+
+Predicate = Callable[[Row], bool]
 
 
 @dataclass(frozen=True)
@@ -120,6 +129,10 @@ class EventFilterRule:
     matcher: tuple[str, ...]
     ignore_event: tuple[str, ...] = ()
     ignore_sql: tuple[str, ...] = ()
+    ignore_insert_value_expr: str = ""
+    ignore_update_new_value_expr: str = ""
+    ignore_update_old_value_expr: str = ""
+    ignore_delete_value_expr: str = ""
 
     @classmethod
     def from_toml(cls, table: Mapping[str, Any], where: str = "filter.event-filters") -> EventFilterRule:
@@ -129,18 +142,28 @@ class EventFilterRule:
         for key in table:
             if key not in RULE_KEYS:
                 raise ConfigError(f"{where}: unknown key {key!r}; use one of: {', '.join(RULE_KEYS)}")
-        for key in _EXPR_KEYS:
-            if table.get(key):
-                raise ConfigError(f"{where}.{key}: expression filters are not supported by sparkcdc; remove it")
+        exprs = {}
+        for key, field in _EXPR_KEYS.items():
+            value = table.get(key, "")
+            if not isinstance(value, str):
+                raise ConfigError(f"{where}.{key}: must be a string (a TiDB expression)")
+            exprs[field] = value
         rule = cls(
             matcher=_strings(table.get("matcher", []), f"{where}.matcher"),
             ignore_event=_strings(table.get("ignore-event", []), f"{where}.ignore-event"),
             ignore_sql=_strings(table.get("ignore-sql", []), f"{where}.ignore-sql"),
+            **exprs,
         )
-        rule.validate()
+        rule.validate(where)
         return rule
 
-    def validate(self) -> None:
+    def expressions(self) -> dict[str, str]:
+        """The expression filters this rule sets, by key."""
+        return {key: getattr(self, field) for key, field in _EXPR_KEYS.items() if getattr(self, field)}
+
+    def validate(self, where: str = "filter.event-filters") -> None:
+        """Raises ConfigError: an unknown event type, a bad matcher or regex, or an expression that does not
+        parse (``CDC:ErrInvalidFilterExpression``, naming the key)."""
         for event in self.ignore_event:
             if event not in SUPPORTED_EVENT_TYPES:
                 raise ConfigError(
@@ -149,12 +172,18 @@ class EventFilterRule:
                 )
         TableFilter.parse(self.matcher, case_sensitive=True)
         _sql_regex(self.ignore_sql)
+        for key, text in self.expressions().items():
+            try:
+                parse_expression(text)
+            except ConfigError as e:
+                raise ConfigError(f"{where}.{key}: {e.message}", code=e.code) from None
 
     def to_toml(self) -> dict[str, Any]:
         return {
             "matcher": list(self.matcher),
             "ignore-event": list(self.ignore_event),
             "ignore-sql": list(self.ignore_sql),
+            **{key: getattr(self, field) for key, field in _EXPR_KEYS.items()},
         }
 
 
@@ -181,6 +210,14 @@ class _CompiledRule:
         self.tables = TableFilter.parse(rule.matcher, case_sensitive=True)
         self.events = frozenset(_ALIASES.get(e, e) for e in rule.ignore_event)
         self.sql = _sql_regex(rule.ignore_sql)
+        self.exprs = {field: (text, parse_expression(text)) for field, text in
+                      ((f, getattr(rule, f)) for f in _EXPR_KEYS.values()) if text}  # fmt: skip
+
+    def predicate(self, field: str, table: TableInfo) -> Predicate:
+        """The expression of ``field`` (an EventFilterRule field) compiled for ``table``. Raises ConfigError
+        ``CDC:ErrExpressionColumnNotFound`` when it names a column the table lacks."""
+        text, tree = self.exprs[field]
+        return compile_predicate(tree, text, table)
 
     def applies(self, schema: str, table: str | None) -> bool:
         if table:
@@ -193,21 +230,96 @@ class _CompiledRule:
         return bool(query) and self.sql is not None and self.sql.search(query) is not None
 
 
+# the expression fields tested for each operation, in image order (an UPDATE: old row, then new row)
+_FIELDS = {
+    RowOp.INSERT: ("ignore_insert_value_expr",),
+    RowOp.DELETE: ("ignore_delete_value_expr",),
+    RowOp.UPDATE: ("ignore_update_old_value_expr", "ignore_update_new_value_expr"),
+}
+_OPS = {"insert": RowOp.INSERT, "update": RowOp.UPDATE, "delete": RowOp.DELETE}
+
+
+class _TablePlan:
+    """What the rules do to one table version's row changes: the operations ``ignore-event`` drops, then the
+    expressions each image is tested with, compiled on the first row change of each operation (as TiCDC's
+    ``getInsertExpr``…: an expression naming a column the table lacks fails only once such a row arrives)."""
+
+    __slots__ = ("exprs", "ignored", "rules", "table")
+
+    def __init__(self, table: TableInfo, ignored: frozenset[RowOp], rules: tuple[_CompiledRule, ...]) -> None:
+        self.table = table
+        self.ignored = ignored
+        self.rules = rules
+        self.exprs: dict[RowOp, tuple[tuple[Predicate, ...], ...]] = {}
+
+    def predicates(self, op: RowOp) -> tuple[tuple[Predicate, ...], ...]:
+        got = self.exprs.get(op)
+        if got is None:
+            got = self.exprs[op] = tuple(
+                tuple(r.predicate(field, self.table) for r in self.rules if field in r.exprs) for field in _FIELDS[op]
+            )
+        return got
+
+
 class EventFilter:
-    """The changefeed's event filters; ``EventFilter([])`` skips nothing. Pure and picklable."""
+    """The changefeed's event filters; ``EventFilter([])`` skips nothing. Pure and picklable (compiled plans
+    are rebuilt where it is unpickled)."""
 
     def __init__(self, rules: Iterable[EventFilterRule]) -> None:
         self.rules = tuple(rules)
         self._compiled = [_CompiledRule(r) for r in self.rules]
+        self._plans: dict[tuple[str, str, int, int], _TablePlan] = {}
 
     def __reduce__(self) -> tuple[object, ...]:
         return (EventFilter, (self.rules,))
 
-    def should_skip_dml(self, schema: str, table: str, op: str) -> bool:
-        """``op`` is ``insert``, ``update`` or ``delete``. Raises ValueError for anything else (a bug)."""
-        if op not in DML_EVENTS:
-            raise ValueError(f"unknown DML type {op!r}")
-        return any(r.applies(schema, table) and r.ignores(op, True, "") for r in self._compiled)
+    def should_skip_dml(self, ev: RowChange) -> bool:
+        """Whether a rule drops this row change. Raises ConfigError ``CDC:ErrExpressionColumnNotFound`` when an
+        expression names a column the row's table version lacks (the changefeed then fails, as TiCDC's), and
+        ExprEvalError (``CDC:ErrFailedToFilterDML``) when an expression fails on the row."""
+        t = ev.table
+        key = (t.schema, t.table, t.version, len(t.columns))
+        plan = self._plans.get(key)
+        if plan is None:
+            plan = self._plans[key] = self._plan(t)
+        op = ev.op
+        if op in plan.ignored:
+            return True
+        if not plan.rules:
+            return False
+        if op is RowOp.UPDATE:
+            old, new = plan.predicates(op)
+            before, after = cast(Row, ev.before), cast(Row, ev.after)  # an UPDATE has both (RowChange checks)
+            return any(p(before) for p in old) or any(p(after) for p in new)
+        (preds,) = plan.predicates(op)
+        return any(p(ev.values) for p in preds)
+
+    def _plan(self, table: TableInfo) -> _TablePlan:
+        ignored: set[RowOp] = set()
+        rules = []
+        for rule in self._compiled:
+            if not rule.applies(table.schema, table.table):
+                continue
+            ignored.update(op for name, op in _OPS.items() if rule.ignores(name, True, ""))
+            if rule.exprs:
+                rules.append(rule)
+        return _TablePlan(table, frozenset(ignored), tuple(rules))
+
+    def verify(self, tables: Iterable[TableInfo]) -> None:
+        """Check every expression against the columns of the tables its rule matches (TiCDC's
+        ``dmlExprFilter.verify`` at create and update). Raises ConfigError naming the rule's key."""
+        tables = list(tables)
+        for i, (rule, compiled) in enumerate(zip(self.rules, self._compiled, strict=True)):
+            if not compiled.exprs:
+                continue
+            for table in tables:
+                if not compiled.applies(table.schema, table.table):
+                    continue
+                for key, text in rule.expressions().items():
+                    try:
+                        compile_predicate(parse_expression(text), text, table)
+                    except ConfigError as e:
+                        raise ConfigError(f"filter.event-filters[{i}].{key}: {e.message}", code=e.code) from None
 
     def should_skip_ddl(self, schema: str, table: str | None, action: int, query: str) -> bool:
         """Decide for one DDL. ``table`` is None/empty for schema-level DDLs; for a rename, pass the old name.

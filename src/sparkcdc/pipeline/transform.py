@@ -27,6 +27,7 @@ from typing import Any
 
 from sparkcdc.changefeed.bdr import BDR_SERVER_ID
 from sparkcdc.errors import SparkcdcError, with_code
+from sparkcdc.filter.event_filter import EventFilter
 from sparkcdc.model.events import DDLEvent, RowChange
 from sparkcdc.pipeline.spec import FeedSpec
 
@@ -53,7 +54,7 @@ class ChunkTransform:
         self.spec = spec
         replica = spec.replica_config()
         self.table_filter = replica.table_filter()
-        self.event_filter = replica.event_filter()
+        self.event_filter: EventFilter = replica.event_filter()
         self.force_replicate = bool(replica.force_replicate)
         self.skip_server_id = BDR_SERVER_ID if replica.bdr_mode else None
         self.encoder = spec.sink().encoder(spec.sink_config(), spec.sink_context())
@@ -67,6 +68,14 @@ class ChunkTransform:
             hit = self.table_filter.match_table(schema, table)
             self._match[key] = hit
         return hit
+
+    def _skip(self, ev: RowChange) -> bool:
+        """The event filters' verdict; their errors (an expression naming a column a DDL dropped, one failing on
+        a value) carry their code across Spark."""
+        try:
+            return self.event_filter.should_skip_dml(ev)
+        except SparkcdcError as e:
+            raise with_code(e) from e
 
     def _ddl_wanted(self, ddl: DDLEvent) -> bool:
         if ddl.is_database_level:
@@ -102,8 +111,7 @@ class ChunkTransform:
                     h = handover.get((t.schema, t.table))
                     if h is not None and (ev := h.keep(ev)) is None:
                         continue
-                op = ev.op.value.lower()
-                if self.event_filter.rules and self.event_filter.should_skip_dml(t.schema, t.table, op):
+                if self.event_filter.rules and self._skip(ev):
                     continue
                 open_txn.setdefault((t.schema, t.table, t.version), []).append(ev)
             else:

@@ -14,6 +14,8 @@ from sparkcdc.changefeed.config import (
     read_toml_file,
 )
 from sparkcdc.errors import ConfigError
+from sparkcdc.model.events import RowChange, RowOp
+from sparkcdc.model.table import ColumnInfo, TableInfo
 
 FULL = """
 case-sensitive = true
@@ -75,7 +77,8 @@ def test_full_document(tmp_path: Path) -> None:
     assert cfg.sink["csv"]["delimiter"] == ";"
     flt = cfg.table_filter()
     assert flt.match_table("app", "x") and not flt.match_table("app", "secret") and not flt.match_table("APP", "x")
-    assert cfg.event_filter().should_skip_dml("app", "logs", "delete")
+    logs = TableInfo("app", "logs", 1, (ColumnInfo("id", "int"),))
+    assert cfg.event_filter().should_skip_dml(RowChange(1, logs, RowOp.DELETE, (1,), None))
 
     api = cfg.to_api()
     assert api["sink"]["file_index_width"] == 6  # TiCDC's JSON name for file-index-digit
