@@ -46,6 +46,10 @@ Contract (the pipeline's runner must honour it):
     ``SharedCaptureState``).
 ``capture_stats() -> CaptureStats | None``
     The upstream capture this server runs (relay log resolved ts and size), None when it runs none. Cheap.
+``upstream_tables(ts) -> list[TableInfo] | None``
+    The upstream's tables as of ``ts`` (their columns), as far as this server's capture has read them; None when
+    it cannot tell (no capture). Create and update check the expression filters against them, as TiCDC verifies
+    them against the schema at start-ts.
 ``close()``
     Server shutdown: stop everything, release sessions.
 
@@ -63,6 +67,7 @@ from typing import Any, Protocol, runtime_checkable
 from sparkcdc.capture.position import BinlogPosition
 from sparkcdc.changefeed.info import ChangefeedInfo, RunningError
 from sparkcdc.changefeed.snapshot import SnapshotProgress
+from sparkcdc.model.table import TableInfo
 
 
 class SharedCaptureState(Protocol):
@@ -205,5 +210,7 @@ class ChangefeedRunner(Protocol):
     def suspend(self) -> None: ...
 
     def capture_stats(self) -> CaptureStats | None: ...
+
+    def upstream_tables(self, ts: int) -> list[TableInfo] | None: ...
 
     def close(self) -> None: ...

@@ -37,6 +37,7 @@ from typing import Any
 
 from sparkcdc.capture.position import BinlogPosition
 from sparkcdc.capture.puller import BOOTSTRAP_FILE
+from sparkcdc.capture.schema_history import SchemaHistory
 from sparkcdc.capture.upstream import open_upstream, parse_mysql_uri
 from sparkcdc.changefeed.info import ChangefeedInfo, RunningError
 from sparkcdc.changefeed.runner import (
@@ -48,6 +49,7 @@ from sparkcdc.changefeed.runner import (
 )
 from sparkcdc.changefeed.snapshot import SnapshotProgress
 from sparkcdc.errors import SparkcdcError, UpstreamError
+from sparkcdc.model.table import TableInfo
 from sparkcdc.pipeline.progress import read_progress
 from sparkcdc.pipeline.query import drain, stop_between_batches
 from sparkcdc.pipeline.relay_gc import collect_relay, read_gc_ts, replay_floor
@@ -62,7 +64,7 @@ _PERMANENT = frozenset({
     "CDC:ErrMessageTooLarge", "CDC:ErrDispatcherFailed", "CDC:ErrColumnSelectorFailed",
     "CDC:ErrKafkaInvalidPartitionNum", "CDC:ErrKafkaTopicNotExists", "CDC:ErrKafkaInvalidConfig",
     "CDC:ErrKafkaInvalidClientID", "CDC:ErrMySQLQueryError", "CDC:ErrMySQLInvalidConfig",
-    "CDC:ErrSnapshotTableChanged",
+    "CDC:ErrSnapshotTableChanged", "CDC:ErrExpressionColumnNotFound", "CDC:ErrInvalidFilterExpression",
 })  # fmt: skip
 MAX_RESTARTS = 5
 FOLLOWER_GC_INTERVAL_S = 60.0
@@ -376,6 +378,12 @@ class SparkRunner:
                     self.gc(anchor.last_tso)
             except SparkcdcError as e:
                 log.warning("follower relay log GC: %s", e)
+
+    def upstream_tables(self, ts: int) -> list[TableInfo] | None:
+        """The tables the relay log's schema history holds at ``ts`` (None before the capture has bootstrapped)."""
+        if self.capture is None or not (self.capture_dir / "relay" / "index.db").exists():
+            return None
+        return SchemaHistory.load(self.capture_dir).tables_at(ts)
 
     def capture_stats(self) -> CaptureStats | None:
         capture = self.capture

@@ -43,6 +43,7 @@ from sparkcdc.changefeed.info import (
 from sparkcdc.changefeed.runner import ChangefeedRunner
 from sparkcdc.changefeed.snapshot import SnapshotProgress
 from sparkcdc.errors import ConfigError, SparkcdcError
+from sparkcdc.filter import is_system_schema
 from sparkcdc.masking import mask_uri, unmask_config
 from sparkcdc.server.catchup import CatchUpLog
 from sparkcdc.server.gc import GcPolicy, gc_ttl_exceeded, safepoint, stopped_since
@@ -229,6 +230,7 @@ class ChangefeedManager:
                     code=ERR_TARGET_TS_BEFORE_START_TS,
                 )
             config.validate()
+            self._verify_filters(config, start_ts)
             check_sink(req.sink_uri, config.to_toml())  # last: it may connect to the downstream
             config = config.with_uri_protocol(req.sink_uri)
             info = ChangefeedInfo(
@@ -325,11 +327,26 @@ class ChangefeedManager:
                 doc = unmask_config(sent, info.config.to_toml())
                 new = new.with_changes(config=ReplicaConfig.from_toml(doc) if doc != sent else config)
             new.config.validate()
+            self._verify_filters(new.config, status.checkpoint_ts)
             check_sink(new.sink_uri, new.config.to_toml())  # last: it may connect to the downstream
             new = new.with_changes(config=new.config.with_uri_protocol(new.sink_uri))
             self.store.put_info(new)
             log.info("updated changefeed=%s", changefeed_id)
             return new, status
+
+    def _verify_filters(self, config: ReplicaConfig, ts: int) -> None:
+        """The expression filters against the columns of the tables the changefeed replicates at ``ts`` (TiCDC
+        verifies them at create and update against its schema snapshot). Raises ConfigError."""
+        event_filter = config.event_filter()
+        if not any(r.expressions() for r in event_filter.rules):
+            return
+        tables = self.runner.upstream_tables(ts)
+        if tables is None:
+            return  # no schema here (noop runner): the changefeed fails on the first row instead
+        wanted = config.table_filter()
+        event_filter.verify(
+            t for t in tables if not is_system_schema(t.schema) and wanted.match_table(t.schema, t.table)
+        )
 
     def remove(self, namespace: str, changefeed_id: str) -> bool:
         """Stop and delete; False when it did not exist (TiCDC answers success then, too)."""

@@ -21,6 +21,7 @@ from dataclasses import dataclass
 from sparkcdc.changefeed.info import ChangefeedInfo
 from sparkcdc.changefeed.runner import CaptureStats, ChangefeedRunner, RunnerStatus
 from sparkcdc.errors import SparkcdcError
+from sparkcdc.model.table import TableInfo
 from sparkcdc.server import capture_client
 from sparkcdc.server.balance import Key, plan
 from sparkcdc.server.cluster import EtcdMembership
@@ -142,6 +143,9 @@ class ClusterRunner:
 
     def capture_stats(self) -> CaptureStats | None:
         return self.local.capture_stats()
+
+    def upstream_tables(self, ts: int) -> list[TableInfo] | None:
+        return self.local.upstream_tables(ts)
 
     def close(self) -> None:
         self._stop.set()

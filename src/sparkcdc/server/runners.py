@@ -14,6 +14,7 @@ from sparkcdc.capture.upstream import ClockUpstream, Upstream, open_upstream
 from sparkcdc.changefeed.info import ChangefeedInfo
 from sparkcdc.changefeed.runner import CaptureStats, ChangefeedRunner, RunnerContext, RunnerStatus
 from sparkcdc.errors import ConfigError
+from sparkcdc.model.table import TableInfo
 
 
 class NoopRunner:
@@ -67,6 +68,9 @@ class NoopRunner:
 
     def capture_stats(self) -> CaptureStats | None:
         return None  # it captures nothing
+
+    def upstream_tables(self, ts: int) -> list[TableInfo] | None:
+        return None  # it reads no schema
 
     def close(self) -> None:
         with self._lock:

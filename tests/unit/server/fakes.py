@@ -6,6 +6,7 @@ from sparkcdc.changefeed.info import ChangefeedInfo, RunningError
 from sparkcdc.changefeed.runner import CaptureStats, RunnerStatus
 from sparkcdc.errors import SparkcdcError
 from sparkcdc.model import tso
+from sparkcdc.model.table import TableInfo
 
 NOW = tso.compose(1_700_000_000_000)
 OLDEST = tso.compose(1_600_000_000_000)
@@ -24,6 +25,7 @@ class FakeRunner:
         self.gc_calls: list[int] = []
         self.closed = False
         self.capture: CaptureStats | None = None
+        self.tables: list[TableInfo] | None = None  # the upstream's tables, for the expression filters' check
 
     def start(self, info: ChangefeedInfo, checkpoint_ts: int) -> None:
         self.calls.append(("start", info.id))
@@ -65,6 +67,9 @@ class FakeRunner:
 
     def capture_stats(self) -> CaptureStats | None:
         return self.capture
+
+    def upstream_tables(self, ts: int) -> list[TableInfo] | None:
+        return self.tables
 
 
     def close(self) -> None:

@@ -298,3 +298,37 @@ def test_restart_does_not_start_twice(tmp_path: Path) -> None:
     m2.resume("default", "b")  # an API call that lands before the restart loop reaches "b"
     m2.resume_all()  # FakeRunner asserts on a second start without stop
     assert sorted(r2.running) == ["a", "b"]
+
+
+def _expr_config(expr: str, matcher: str = "shop.*") -> ReplicaConfig:
+    return ReplicaConfig.from_toml({"filter": {"rules": ["shop.*"], "event-filters": [
+        {"matcher": [matcher], "ignore-insert-value-expr": expr}]}})  # fmt: skip
+
+
+def test_expression_filter_checked_against_the_upstream_tables(mgr: ChangefeedManager, runner: FakeRunner) -> None:
+    """As TiCDC's create: an expression naming a column a matched, replicated table lacks is refused with
+    CDC:ErrExpressionColumnNotFound, at create and at update; nothing is created or changed. Tables the
+    changefeed does not replicate, or the rule does not match, are not checked."""
+    from sparkcdc.model.table import ColumnInfo, TableInfo
+
+    runner.tables = [
+        TableInfo("shop", "orders", 1, (ColumnInfo("id", "int"), ColumnInfo("amount", "decimal"))),
+        TableInfo("crm", "people", 2, (ColumnInfo("id", "int"),)),  # not replicated: shop.* only
+    ]
+    with pytest.raises(ConfigError) as e:
+        create(mgr, "bad", config=_expr_config("region = 'eu'"))
+    assert e.value.code == "CDC:ErrExpressionColumnNotFound"
+    assert e.value.message == ("filter.event-filters[0].ignore-insert-value-expr: invalid filter expression(s). "
+                               "Cannot find column 'region' from table 'shop.orders' in: region = 'eu'")  # fmt: skip
+    assert mgr.list(None) == [] and runner.calls == []
+
+    create(mgr, "ok", config=_expr_config("amount > 100"))
+    create(mgr, "other-table", config=_expr_config("region = 'eu'", matcher="shop.nothing"))
+    mgr.pause("default", "ok")
+    before = mgr.get("default", "ok")
+    with pytest.raises(ConfigError) as e:
+        mgr.update("default", "ok", config=_expr_config("amount > 100 or missing = 1"))
+    assert e.value.code == "CDC:ErrExpressionColumnNotFound" and "'missing'" in e.value.message
+    assert mgr.get("default", "ok") == before
+    runner.tables = None  # a runner that cannot tell (noop) accepts: the changefeed would fail on the row
+    mgr.update("default", "ok", config=_expr_config("missing = 1"))
