@@ -85,6 +85,12 @@ def _changes(sink_uri: str) -> tuple[Any, Any]:
     return snap, changes()
 
 
+def row_changes(sink_uri: str) -> list[tuple[str, RowOp, dict[str, Any] | None, dict[str, Any] | None]]:
+    """Every row change the tree holds up to its checkpoint, as decoded (no replay)."""
+    _, changes = _changes(sink_uri)
+    return list(changes)
+
+
 def replay(sink_uri: str) -> tuple[int, Rows]:
     snap, changes = _changes(sink_uri)
     out: Rows = {}
