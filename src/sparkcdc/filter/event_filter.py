@@ -119,7 +119,7 @@ _EXPR_KEYS = {
 }
 RULE_KEYS = ("matcher", "ignore-event", "ignore-sql", *_EXPR_KEYS)
 
-Predicate = Callable[[Row], bool]
+Predicate = Callable[[Row], Any]  # the expression's value; the row matches when it is 1
 
 
 @dataclass(frozen=True)
@@ -269,6 +269,8 @@ class EventFilter:
         self.rules = tuple(rules)
         self._compiled = [_CompiledRule(r) for r in self.rules]
         self._plans: dict[tuple[str, str, int, int], _TablePlan] = {}
+        self._last_table: TableInfo | None = None
+        self._last_plan = _TablePlan(TableInfo("", "", 0, ()), frozenset(), ())
 
     def __reduce__(self) -> tuple[object, ...]:
         return (EventFilter, (self.rules,))
@@ -278,10 +280,12 @@ class EventFilter:
         expression names a column the row's table version lacks (the changefeed then fails, as TiCDC's), and
         ExprEvalError (``CDC:ErrFailedToFilterDML``) when an expression fails on the row."""
         t = ev.table
-        key = (t.schema, t.table, t.version, len(t.columns))
-        plan = self._plans.get(key)
-        if plan is None:
-            plan = self._plans[key] = self._plan(t)
+        if t is self._last_table:  # the rows of one table version share its TableInfo: no key to build
+            plan = self._last_plan
+        else:
+            key = (t.schema, t.table, t.version, len(t.columns))
+            plan = self._plans.get(key) or self._plans.setdefault(key, self._plan(t))
+            self._last_table, self._last_plan = t, plan
         op = ev.op
         if op in plan.ignored:
             return True
@@ -290,9 +294,19 @@ class EventFilter:
         if op is RowOp.UPDATE:
             old, new = plan.predicates(op)
             before, after = cast(Row, ev.before), cast(Row, ev.after)  # an UPDATE has both (RowChange checks)
-            return any(p(before) for p in old) or any(p(after) for p in new)
+            for p in old:
+                if p(before) == 1:
+                    return True
+            for p in new:  # noqa: SIM110 - loops, not any(): a generator costs ~0.3 us per row here
+                if p(after) == 1:
+                    return True
+            return False
         (preds,) = plan.predicates(op)
-        return any(p(ev.values) for p in preds)
+        row = ev.values
+        for p in preds:  # noqa: SIM110 - as above
+            if p(row) == 1:
+                return True
+        return False
 
     def _plan(self, table: TableInfo) -> _TablePlan:
         ignored: set[RowOp] = set()

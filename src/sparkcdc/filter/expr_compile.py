@@ -5,7 +5,7 @@ version into closures, then called per row.
 also refuses what sparkcdc cannot evaluate (a function it does not implement, a subquery, a variable), so that
 such an expression is one error at create rather than a failed changefeed later. ``compile_predicate`` binds a
 parsed expression to one table's columns (an unknown column is ``CDC:ErrExpressionColumnNotFound``) and returns
-``row -> bool``: True exactly when the expression evaluates to the integer 1, as TiCDC's
+the expression's value per row; a row matches exactly when it is the integer 1, as TiCDC's
 ``d.GetInt64() == 1`` (NULL, 0, a string or a decimal never match).
 """
 
@@ -81,8 +81,9 @@ def parse_expression(text: str) -> exp.Expression:
     return tree
 
 
-def compile_predicate(tree: exp.Expression, text: str, table: TableInfo) -> Callable[[Row], bool]:
-    """``row -> bool`` for ``table``'s rows (values aligned with ``table.columns``). Raises ConfigError:
+def compile_predicate(tree: exp.Expression, text: str, table: TableInfo) -> Callable[[Row], Any]:
+    """The expression's value for ``table``'s rows (values aligned with ``table.columns``); a row matches when
+    it is 1 (``== 1``: an integer result, as TiCDC's ``GetInt64() == 1``). Raises ConfigError:
     ``CDC:ErrExpressionColumnNotFound`` for a column the table lacks, ``CDC:ErrInvalidFilterExpression`` for a
     literal that cannot be what it is compared with (``d > 'yesterday'`` for a DATETIME ``d``)."""
     try:
@@ -90,9 +91,8 @@ def compile_predicate(tree: exp.Expression, text: str, table: TableInfo) -> Call
     except ColumnNotFound as e:
         raise column_not_found(str(e.args[0]), table.qualified_name, text) from None
     if node.kind not in INT_LIKE:
-        return lambda _row: False
-    f = node.fn
-    return lambda row: f(row) == 1
+        return lambda _row: None  # a string, decimal or double result never matches
+    return node.fn
 
 
 _COMPARISONS: dict[type[exp.Expression], Callable[[Any, Any], bool]] = {
@@ -186,10 +186,10 @@ class Compiler:
 
         def run(row: Row) -> int | None:
             x = ta(row)
-            if x is False:
+            if x is not None and not x:
                 return 0
             y = tb(row)
-            if y is False:
+            if y is not None and not y:
                 return 0
             return None if x is None or y is None else 1
 
@@ -201,10 +201,10 @@ class Compiler:
 
         def run(row: Row) -> int | None:
             x = ta(row)
-            if x is True:
+            if x:
                 return 1
             y = tb(row)
-            if y is True:
+            if y:
                 return 1
             return None if x is None or y is None else 0
 
@@ -216,7 +216,7 @@ class Compiler:
 
         def run(row: Row) -> int | None:
             x, y = ta(row), tb(row)
-            return None if x is None or y is None else int(x != y)
+            return None if x is None or y is None else int(bool(x) != bool(y))
 
         return make_node(run, INT, a, b)
 
@@ -229,7 +229,7 @@ class Compiler:
         if isinstance(target, exp.Boolean):
             want = bool(target.this)
             t = truth_of(x)
-            return make_node(lambda row: 1 if t(row) is want else 0, INT, x)
+            return make_node(lambda row: 1 if (v := t(row)) is not None and bool(v) is want else 0, INT, x)
         raise syntax_error(self.text, f"IS {target.sql(dialect='mysql')} is not supported")
 
     # -- comparisons -----------------------------------------------------------------------------------------

@@ -391,10 +391,13 @@ def coerced(node: Node, target: str) -> Eval:
     return run
 
 
-def truth_of(node: Node) -> Callable[[Row], bool | None]:
-    """``node``'s truth per row: True, False, or None for NULL."""
+def truth_of(node: Node) -> Callable[[Row], Any]:
+    """``node``'s truth per row as a value whose Python truth is the SQL one, None for NULL: a number as it is
+    (no call added on the hot path: comparisons give 1/0/None), anything else as True/False."""
     if node.kind == NULL:
         return lambda _row: None
+    if node.kind in INT_LIKE or node.kind in (DECIMAL, FLOAT):
+        return node.fn
     is_true = truth(node.kind)
     f = node.fn
 
