@@ -176,11 +176,15 @@ def test_expression_filters_leave_out_exactly_the_matching_rows(
     # a DDL that leaves an expression naming a missing column fails the changefeed, unretryable, as TiCDC
     db.execute("ALTER TABLE orders DROP COLUMN region", "INSERT INTO orders (id, amount) VALUES (1000, 1.00)")
 
+    states = []
+
     def failed() -> Any:
         manager.poll_once()
         info, _ = manager.get("default", "cf")
+        states.append(info.state)
         return info if info.state == FeedState.FAILED else None
 
     info = wait_for(failed, 120, "the changefeed to fail")
     assert info.error is not None and info.error.code == "CDC:ErrExpressionColumnNotFound", info.error
+    assert FeedState.WARNING not in states  # unretryable: failed at once, no restarts (TiCDC's ShouldFailChangefeed)
     assert f"Cannot find column 'region' from table '{db.name}.orders'" in info.error.message
