@@ -30,6 +30,7 @@ from sparkcdc.filter.expr_errors import (
     syntax_error,
 )
 from sparkcdc.filter.expr_functions import ANONYMOUS, FUNCTIONS, WITH_EQUAL, Handler
+from sparkcdc.filter.expr_numbers import NUMERIC_FUNCTIONS
 from sparkcdc.filter.expr_operators import OPERATORS
 from sparkcdc.filter.expr_temporal import TEMPORAL_ANONYMOUS, TEMPORAL_FUNCTIONS
 from sparkcdc.filter.expr_values import (
@@ -117,7 +118,9 @@ class Compiler:
         method = self._OPS.get(type(e))
         if method is not None:
             return method(self, e)
-        handler: Handler | None = FUNCTIONS.get(type(e)) or TEMPORAL_FUNCTIONS.get(type(e))
+        handler: Handler | None = (
+            FUNCTIONS.get(type(e)) or NUMERIC_FUNCTIONS.get(type(e)) or TEMPORAL_FUNCTIONS.get(type(e))
+        )
         try:
             if handler is not None:
                 return handler(self.build, e)

@@ -9,10 +9,7 @@ names it does not know arrive as ``Anonymous`` and are looked up in ``ANONYMOUS`
 
 from __future__ import annotations
 
-import decimal
-import math
 from collections.abc import Callable
-from decimal import Decimal
 from typing import Any
 
 from sqlglot import exp
@@ -20,24 +17,16 @@ from sqlglot import exp
 from sparkcdc.filter.expr_errors import ArgumentError
 from sparkcdc.filter.expr_values import (
     BYTES,
-    DECIMAL,
-    DECIMAL_CONTEXT,
-    FLOAT,
     INT,
-    INT_LIKE,
     NULL,
-    NUMERIC,
     STRING,
-    TEMPORAL,
     Node,
     Row,
     as_result,
-    check_int,
     coerced,
     constant,
     make_node,
     result_kind,
-    round_half_away,
     truth_of,
 )
 
@@ -87,13 +76,13 @@ def _text_kind(node: Node) -> str:
     return BYTES if node.kind == BYTES else STRING
 
 
-def _strings(build: Build, e: exp.Expression, *keys: str) -> list[Node]:
+def strings(build: Build, e: exp.Expression, *keys: str) -> list[Node]:
     return [build(a) for a in _args(e, *keys)]
 
 
 # -- strings -------------------------------------------------------------------------------------------------
 def _length(build: Build, e: exp.Expression) -> Node:
-    (s,) = _strings(build, e, "this")
+    (s,) = strings(build, e, "this")
     if e.args.get("binary"):  # LENGTH/OCTET_LENGTH: bytes (UTF-8)
         return apply(INT, lambda v: len(v) if isinstance(v, bytes) else len(v.encode()), s, target=_text_kind(s))
     return apply(INT, len, s, target=_text_kind(s))  # CHAR_LENGTH
@@ -105,7 +94,7 @@ def _octet_length(build: Build, e: exp.Expression) -> Node:
 
 def _case(upper: bool) -> Handler:
     def handler(build: Build, e: exp.Expression) -> Node:
-        (s,) = _strings(build, e, "this")
+        (s,) = strings(build, e, "this")
         if s.kind == BYTES:  # MySQL leaves binary strings as they are
             return s
         return apply(STRING, str.upper if upper else str.lower, s, target=STRING)
@@ -128,14 +117,14 @@ def substring(s: Any, pos: int, length: int | None = None) -> Any:
 
 
 def _substring(build: Build, e: exp.Expression) -> Node:
-    args = _strings(build, e, "this", "start", "length")
+    args = strings(build, e, "this", "start", "length")
     if len(args) < 2:
         raise ArgumentError("SUBSTRING takes 2 or 3 arguments")
     return _substring_of(args)
 
 
 def _mid(build: Build, e: exp.Expression) -> Node:
-    args = _strings(build, e, "expressions")
+    args = strings(build, e, "expressions")
     if len(args) != 3:
         raise ArgumentError("MID takes 3 arguments")
     return _substring_of(args)
@@ -167,7 +156,7 @@ def apply_typed(kind: str, fn: Callable[..., Any], args: list[tuple[Node, str]])
 
 def _left_right(left: bool) -> Handler:
     def handler(build: Build, e: exp.Expression) -> Node:
-        s, n = _strings(build, e, "this", "expression")
+        s, n = strings(build, e, "this", "expression")
         k = _text_kind(s)
         if left:
             return apply_typed(k, lambda v, i: v[:i] if i > 0 else v[:0], [(s, k), (n, INT)])
@@ -177,13 +166,13 @@ def _left_right(left: bool) -> Handler:
 
 
 def _concat(build: Build, e: exp.Expression) -> Node:
-    args = _strings(build, e, "expressions")
+    args = strings(build, e, "expressions")
     k = BYTES if any(a.kind == BYTES for a in args) else STRING
     return apply_typed(k, lambda *vs: vs[0][:0].join(vs), [(a, k) for a in args])
 
 
 def _concat_ws(build: Build, e: exp.Expression) -> Node:
-    args = _strings(build, e, "expressions")
+    args = strings(build, e, "expressions")
     if len(args) < 2:
         raise ArgumentError("CONCAT_WS takes at least 2 arguments")
     k = BYTES if any(a.kind == BYTES for a in args) else STRING
@@ -219,7 +208,7 @@ def _trim(build: Build, e: exp.Expression) -> Node:
 
 
 def _replace(build: Build, e: exp.Expression) -> Node:
-    args = _strings(build, e, "this", "expression", "replacement")
+    args = strings(build, e, "this", "expression", "replacement")
     if len(args) != 3:
         raise ArgumentError("REPLACE takes 3 arguments")
     k = _text_kind(args[0])
@@ -227,7 +216,7 @@ def _replace(build: Build, e: exp.Expression) -> Node:
 
 
 def _reverse(build: Build, e: exp.Expression) -> Node:
-    (s,) = _strings(build, e, "this")
+    (s,) = strings(build, e, "this")
     k = _text_kind(s)
     return apply(k, lambda v: v[::-1], s, target=k)
 
@@ -269,100 +258,11 @@ def _repeat(build: Build, e: exp.Expression) -> Node:
 
 
 def _strcmp(build: Build, e: exp.Expression) -> Node:
-    args = _strings(build, e, "expressions")
+    args = strings(build, e, "expressions")
     if len(args) != 2:
         raise ArgumentError("STRCMP takes 2 arguments")
     k = BYTES if any(a.kind == BYTES for a in args) else STRING
     return apply_typed(INT, lambda a, b: (a > b) - (a < b), [(x, k) for x in args])
-
-
-# -- numbers -------------------------------------------------------------------------------------------------
-def _numeric_kind(node: Node) -> str:
-    if node.kind in INT_LIKE:
-        return INT
-    return node.kind if node.kind in NUMERIC else (DECIMAL if node.kind in TEMPORAL else FLOAT)
-
-
-def _abs(build: Build, e: exp.Expression) -> Node:
-    x = build(e.this)
-    k = _numeric_kind(x)
-    return apply(k, (lambda v: check_int(abs(v))) if k == INT else abs, x, target=k)
-
-
-def _sign(build: Build, e: exp.Expression) -> Node:
-    x = build(e.this)
-    k = _numeric_kind(x)
-    return apply(INT, lambda v: (v > 0) - (v < 0), x, target=k)
-
-
-def _places(build: Build, e: exp.Expression) -> Node:
-    d = e.args.get("decimals")
-    return build(d) if d is not None else constant(0, INT)
-
-
-def _round(build: Build, e: exp.Expression) -> Node:
-    x, d = build(e.this), _places(build, e)
-    k = _numeric_kind(x)
-    if k == FLOAT:  # approximate values: round half to even, as the C library (MySQL) does
-        return apply_typed(FLOAT, lambda v, p: float(round(v, p)), [(x, FLOAT), (d, INT)])
-    if k == INT:
-        return apply_typed(INT, lambda v, p: v if p >= 0 else int(round_half_away(Decimal(v), p)), [(x, INT), (d, INT)])
-    return apply_typed(DECIMAL, lambda v, p: round_half_away(v, p), [(x, DECIMAL), (d, INT)])
-
-
-def _truncate(build: Build, e: exp.Expression) -> Node:
-    x, d = build(e.this), _places(build, e)
-    k = _numeric_kind(x)
-
-    def trunc_decimal(v: Any, p: int) -> Decimal:
-        return Decimal(v).quantize(Decimal(1).scaleb(-p), rounding=decimal.ROUND_DOWN, context=DECIMAL_CONTEXT)
-
-    if k == FLOAT:
-        return apply_typed(FLOAT, lambda v, p: math.trunc(v * 10**p) / 10**p, [(x, FLOAT), (d, INT)])
-    if k == INT:
-        return apply_typed(INT, lambda v, p: v if p >= 0 else int(trunc_decimal(v, p)), [(x, INT), (d, INT)])
-    return apply_typed(DECIMAL, trunc_decimal, [(x, DECIMAL), (d, INT)])
-
-
-def _floor_ceil(floor: bool) -> Handler:
-    def handler(build: Build, e: exp.Expression) -> Node:
-        if e.args.get("decimals") is not None or e.args.get("to") is not None:
-            raise ArgumentError("FLOOR/CEIL take 1 argument")
-        x = build(e.this)
-        k = _numeric_kind(x)
-        if k == FLOAT:
-            return apply(FLOAT, lambda v: float(math.floor(v) if floor else math.ceil(v)), x, target=FLOAT)
-        return apply(INT, math.floor if floor else math.ceil, x, target=k)
-
-    return handler
-
-
-def _pow(build: Build, e: exp.Expression) -> Node:
-    def power(a: float, b: float) -> float | None:
-        try:
-            return math.pow(a, b)
-        except (OverflowError, ValueError):
-            return None
-
-    return apply_typed(FLOAT, power, [(build(e.this), FLOAT), (build(e.args["expression"]), FLOAT)])
-
-
-def _sqrt(build: Build, e: exp.Expression) -> Node:
-    return apply(FLOAT, lambda v: math.sqrt(v) if v >= 0 else None, build(e.this), target=FLOAT)
-
-
-def _greatest_least(greatest: bool) -> Handler:
-    def handler(build: Build, e: exp.Expression) -> Node:
-        args = _strings(build, e, "this", "expressions")
-        if len(args) < 2:
-            raise ArgumentError("GREATEST/LEAST take at least 2 arguments")
-        k = result_kind([a.kind for a in args])
-        if k == NULL:
-            return constant(None, NULL)
-        pick = max if greatest else min
-        return apply_typed(k, lambda *vs: pick(vs), [(a, k) for a in args])
-
-    return handler
 
 
 # -- control flow --------------------------------------------------------------------------------------------
@@ -375,7 +275,7 @@ def _if(build: Build, e: exp.Expression) -> Node:
 
 
 def _coalesce(build: Build, e: exp.Expression) -> Node:
-    args = _strings(build, e, "this", "expressions")
+    args = strings(build, e, "this", "expressions")
     k = result_kind([a.kind for a in args])
     getters = [as_result(a, k) for a in args if a.kind != NULL]
 
@@ -445,16 +345,6 @@ FUNCTIONS: dict[type[exp.Expression], Handler] = {
     exp.StrPosition: _locate,
     exp.Pad: _pad,
     exp.Repeat: _repeat,
-    exp.Abs: _abs,
-    exp.Sign: _sign,
-    exp.Round: _round,
-    exp.Trunc: _truncate,
-    exp.Floor: _floor_ceil(True),
-    exp.Ceil: _floor_ceil(False),
-    exp.Pow: _pow,
-    exp.Sqrt: _sqrt,
-    exp.Greatest: _greatest_least(True),
-    exp.Least: _greatest_least(False),
     exp.If: _if,
     exp.Coalesce: _coalesce,
 }
