@@ -1,4 +1,5 @@
-"""The functions an expression filter may call, as TiDB evaluates them (NULL in, NULL out, unless said).
+"""String and control-flow functions of the expression filters, as TiDB evaluates them (NULL in, NULL out, unless
+said), and the helpers the numeric (``expr_numbers``) and date (``expr_temporal``) functions share.
 
 Each handler takes the builder of child nodes and the sqlglot node (MySQL dialect) and returns a compiled
 ``Node``. sqlglot normalises MySQL's spellings into its own nodes (``UCASE`` is ``Upper``, ``IFNULL`` is
