@@ -17,7 +17,6 @@ from sparkcdc.capture.ddl_columns import parse_column_def, parse_index_columns, 
 from sparkcdc.capture.ddl_lexer import Cursor
 from sparkcdc.capture.ddl_state import (
     DEFAULT_CHARSET,
-    SYSTEM_SCHEMAS,
     DDLChange,
     SchemaState,
     UnsupportedDDL,
@@ -30,7 +29,6 @@ from sparkcdc.model.table import ColumnInfo, IndexInfo, TableInfo
 
 __all__ = [
     "DEFAULT_CHARSET",
-    "SYSTEM_SCHEMAS",
     "DDLApplier",
     "DDLChange",
     "SchemaState",

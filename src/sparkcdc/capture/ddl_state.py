@@ -12,7 +12,6 @@ from sparkcdc.model.table import ColumnInfo, IndexInfo, TableInfo, with_handle_k
 DEFAULT_CHARSET = "utf8mb4"
 DEFAULT_COLLATION = {"utf8mb4": "utf8mb4_general_ci", "utf8mb3": "utf8mb3_general_ci", "latin1": "latin1_swedish_ci",
                      "utf8": "utf8mb3_general_ci", "binary": "binary", "ascii": "ascii_general_ci"}  # fmt: skip
-SYSTEM_SCHEMAS = frozenset({"mysql", "information_schema", "performance_schema", "sys"})
 
 
 class UnsupportedDDL(CorruptDataError):

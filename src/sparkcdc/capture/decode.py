@@ -16,7 +16,6 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from sparkcdc.capture import binlog as b
-from sparkcdc.capture.ddl import SYSTEM_SCHEMAS
 from sparkcdc.capture.relay_log import (
     FLAG_CHECKSUM,
     FLAG_DDL,
@@ -31,6 +30,7 @@ from sparkcdc.capture.row_decoder import RowDecoder
 from sparkcdc.capture.schema_history import SchemaHistory, table_from_map
 from sparkcdc.capture.table_map import TableMap, parse_table_map
 from sparkcdc.errors import ConfigError
+from sparkcdc.filter.system_schemas import is_system_schema
 from sparkcdc.model.events import DDLEvent, RowChange, RowOp
 from sparkcdc.model.table import TableInfo
 
@@ -202,7 +202,7 @@ def _decode_frame(
 def _bind(
     m: TableMap, commit_ts: int, history: SchemaHistory, zone: tzinfo, force_replicate: bool
 ) -> tuple[RowDecoder, TableInfo, tuple[int, ...] | None] | None:
-    if m.schema.lower() in SYSTEM_SCHEMAS:
+    if is_system_schema(m.schema):  # never captured, whatever the changefeed says (filter.system_schemas)
         return None
     info = history.table_info_at(m.schema, m.table, commit_ts)
     if info is None or (not m.names and len(info.columns) != m.column_count):

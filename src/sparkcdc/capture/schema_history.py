@@ -29,10 +29,11 @@ from typing import Any
 
 from sparkcdc.capture import table_map as tmm
 from sparkcdc.capture.charsets import BINARY_COLLATION, charset_of_collation
-from sparkcdc.capture.ddl import SYSTEM_SCHEMAS, DDLApplier, DDLChange, SchemaState, UnsupportedDDL, build_table
+from sparkcdc.capture.ddl import DDLApplier, DDLChange, SchemaState, UnsupportedDDL, build_table
 from sparkcdc.capture.ddl_lexer import Cursor
 from sparkcdc.capture.relay_log import connect_index
 from sparkcdc.errors import CorruptDataError, StorageError
+from sparkcdc.filter.system_schemas import is_system_schema
 from sparkcdc.model.ddl_action import DDLAction
 from sparkcdc.model.events import DDLEvent
 from sparkcdc.model.table import ColumnInfo, IndexInfo, PartitionInfo, TableInfo
@@ -126,16 +127,21 @@ class SchemaHistory:
     def from_connection(cls, conn: sqlite3.Connection) -> SchemaHistory:
         if not conn.execute("SELECT 1 FROM sqlite_master WHERE name = 'schema_version'").fetchone():
             return cls({}, {})  # a relay log without schema history yet (readers never create tables)
+        # A relay log written before a schema joined SYSTEM_SCHEMAS may hold its tables and DDLs: never read them.
         versions: dict[tuple[str, str], list[tuple[int, TableInfo | None]]] = {}
         for schema, table, ts, info in conn.execute(
             "SELECT schema_name, table_name, ts, info FROM schema_version ORDER BY schema_name, table_name, ts"
         ):
+            if is_system_schema(schema):
+                continue
             versions.setdefault((schema, table), []).append((ts, table_from_json(info) if info else None))
         ddls: dict[int, list[DDLEvent]] = {}
         for ts, _seq, action, query, schema, table, pre, post in conn.execute(
             "SELECT commit_ts, seq, action, query, schema_name, table_name, pre, post FROM ddl_event "
             "ORDER BY commit_ts, seq"
         ):
+            if is_system_schema(schema):
+                continue
             ddls.setdefault(ts, []).append(
                 DDLEvent(
                     commit_ts=ts,
@@ -311,14 +317,14 @@ class SchemaTracker:
         """Snapshot every user table through a DB-API cursor; versions are ``ts`` (the start TSO)."""
         cursor.execute("SELECT SCHEMA_NAME, DEFAULT_CHARACTER_SET_NAME FROM information_schema.SCHEMATA")
         for db, cs in cursor.fetchall():
-            if db.lower() in SYSTEM_SCHEMAS:
+            if is_system_schema(db):
                 continue
             self.state.databases[db] = cs
         cursor.execute(
             "SELECT TABLE_SCHEMA, TABLE_NAME FROM information_schema.TABLES WHERE TABLE_TYPE = 'BASE TABLE' "
             "ORDER BY TABLE_SCHEMA, TABLE_NAME"
         )
-        names = [(s, t) for s, t in cursor.fetchall() if s.lower() not in SYSTEM_SCHEMAS]
+        names = [(s, t) for s, t in cursor.fetchall() if not is_system_schema(s)]
         for schema, table in names:
             cursor.execute(f"SHOW CREATE TABLE `{schema.replace('`', '``')}`.`{table.replace('`', '``')}`")
             ddl = cursor.fetchone()[1]
@@ -350,7 +356,7 @@ class SchemaTracker:
             log.warning("DDL at ts=%d not reproduced (%s); %s will be rebuilt from its next table map",
                         commit_ts, e, ".".join(target) if target else "no table")
             changes = []
-            if target is not None and target[0].lower() in SYSTEM_SCHEMAS:
+            if target is not None and is_system_schema(target[0]):
                 target = None
                 query = ""
             if target is not None:
@@ -364,8 +370,8 @@ class SchemaTracker:
             elif query and (isinstance(e, UnsupportedDDL)
                             or query.strip().upper().startswith(("CREATE", "ALTER", "DROP"))):
                 changes = [DDLChange(DDLAction.NONE, default_schema, "", None, None, query)]
-        # System schemas (mysql.*, …) are neither tracked nor replicated.
-        changes = [ch for ch in changes if ch.schema.lower() not in SYSTEM_SCHEMAS]
+        # System schemas (mysql.*, tidb_cdc.*, …) are neither tracked nor replicated.
+        changes = [ch for ch in changes if not is_system_schema(ch.schema)]
         for key in before.keys() - self.state.tables.keys():
             self._version(key[0], key[1], commit_ts, None)
         for key, info in self.state.tables.items():
@@ -393,7 +399,7 @@ class SchemaTracker:
 
     def needs_table_map(self, schema: str, table: str) -> bool:
         return (schema, table) in self.stale or (schema, table) in self.unverified or (
-            (schema, table) not in self.state.tables and schema.lower() not in SYSTEM_SCHEMAS
+            (schema, table) not in self.state.tables and not is_system_schema(schema)
         )
 
     def refresh_from_map(self, m: tmm.TableMap, commit_ts: int) -> None:

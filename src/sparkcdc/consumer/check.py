@@ -20,11 +20,10 @@ from dataclasses import dataclass
 from typing import Any
 
 from sparkcdc.errors import ConfigError, SparkcdcError
+from sparkcdc.filter.system_schemas import is_system_schema
 from sparkcdc.mysql.target import MysqlTarget, quote_ident, quote_table, safe_error
 
 log = logging.getLogger(__name__)
-
-SYSTEM_SCHEMAS = frozenset({"mysql", "information_schema", "performance_schema", "sys", "sparkcdc_consumer"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,7 +80,7 @@ def _list_tables(cur: Any, schemas: Iterable[str] | None) -> list[tuple[str, str
         "SELECT table_schema, table_name FROM information_schema.tables WHERE table_type='BASE TABLE' "
         "ORDER BY table_schema, table_name"
     )
-    rows = [(r[0], r[1]) for r in cur.fetchall() if r[0].lower() not in SYSTEM_SCHEMAS]
+    rows = [(r[0], r[1]) for r in cur.fetchall() if not is_system_schema(r[0])]
     if schemas is None:
         return rows
     wanted = set(schemas)

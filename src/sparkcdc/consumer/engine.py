@@ -28,8 +28,9 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 
 from sparkcdc.errors import SparkcdcError
+from sparkcdc.filter.system_schemas import CONSUMER_SCHEMA
 from sparkcdc.model import DDLAction, RowChange
-from sparkcdc.mysql.applier import CONSUMER_SCHEMA, DDL_PARTITION, Checkpoint, MysqlApplier
+from sparkcdc.mysql.applier import DDL_PARTITION, Checkpoint, MysqlApplier
 from sparkcdc.mysql.target import MysqlTarget
 
 log = logging.getLogger(__name__)

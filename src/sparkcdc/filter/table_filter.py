@@ -21,32 +21,14 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from sparkcdc.errors import ConfigError
+from sparkcdc.filter.system_schemas import is_system_schema
 
 ERR_FILTER_RULE_INVALID = "CDC:ErrFilterRuleInvalid"
-
-# Schemas TiCDC never replicates, whatever the rules say (TiDB's system schemas plus TiCDC/Lightning's own).
-SYSTEM_SCHEMAS = frozenset(
-    {
-        "information_schema",
-        "performance_schema",
-        "metrics_schema",
-        "mysql",
-        "sys",
-        "tidb_cdc",
-        "lightning_task_info",
-        "workload_schema",
-    }
-)
 
 _REGEX_PATTERN = re.compile(r"/(?:\\.|[^/])+/")
 _DOUBLE_QUOTED = re.compile(r'"(?:""|[^"])+"')
 _BACKQUOTED = re.compile(r"`(?:``|[^`])+`")
 _CHAR_CLASS = re.compile(r"\[!?(?:\\[^0-9a-zA-Z]|[^\\\]])+\]")
-
-
-def is_system_schema(schema: str) -> bool:
-    """True for schemas TiCDC always ignores (``mysql``, ``information_schema``, …), in any letter case."""
-    return schema.lower() in SYSTEM_SCHEMAS
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from sparkcdc.errors import ConfigError, SparkcdcError
+from sparkcdc.filter.system_schemas import CONSUMER_SCHEMA
 from sparkcdc.model import DDLAction, RowChange
 from sparkcdc.mysql.statements import BatchPlan, plan_batch
 from sparkcdc.mysql.target import (
@@ -40,7 +41,6 @@ from sparkcdc.mysql.target import (
 
 log = logging.getLogger(__name__)
 
-CONSUMER_SCHEMA = "sparkcdc_consumer"  # the consumers' checkpoints; the MySQL sink keeps its own in tidb_cdc
 CHECKPOINT_TABLE = "checkpoint"
 DDL_PARTITION = -1
 

@@ -9,7 +9,8 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from sparkcdc.errors import ConfigError
-from sparkcdc.filter.table_filter import TableFilter, is_system_schema
+from sparkcdc.filter.system_schemas import is_system_schema
+from sparkcdc.filter.table_filter import TableFilter
 
 
 def f(*rules: str, cs: bool = False) -> TableFilter:

@@ -5,10 +5,11 @@ from __future__ import annotations
 from typing import Final
 
 from sparkcdc.changefeed.bdr import BDR_SERVER_ID
+from sparkcdc.filter.system_schemas import TICDC_SCHEMA
 from sparkcdc.sink.mysql.config import MysqlSinkConfig
 
-# TiCDC keeps its downstream bookkeeping (syncpoint_v1, ddl_ts_v1) in tidb_cdc, a schema every changefeed filters out.
-CHECKPOINT_SCHEMA: Final = "tidb_cdc"
+# TiCDC keeps its downstream bookkeeping (syncpoint_v1, ddl_ts_v1) in tidb_cdc, a schema no changefeed captures.
+CHECKPOINT_SCHEMA: Final = TICDC_SCHEMA
 
 
 def session_statements(config: MysqlSinkConfig) -> tuple[str, ...]:

@@ -16,13 +16,14 @@ from __future__ import annotations
 import logging
 from typing import Final
 
+from sparkcdc.filter.system_schemas import TICDC_SCHEMA
 from sparkcdc.model.tso import physical
 from sparkcdc.mysql.applier import MysqlApplier
 
 log = logging.getLogger(__name__)
 
 CLUSTER_ID: Final = "default"
-_TABLE: Final = "`tidb_cdc`.`syncpoint_v1`"
+_TABLE: Final = f"`{TICDC_SCHEMA}`.`syncpoint_v1`"
 _CREATE: Final = f"""CREATE TABLE IF NOT EXISTS {_TABLE} (
   ticdc_cluster_id varchar(255),
   changefeed varchar(255),
@@ -66,7 +67,7 @@ class SyncPoints:
         """Create the table, learn the downstream's kind and the last sync point; returns it."""
         if self._last is None:
             _, _, version, found = self.applier.transaction([
-                ("CREATE DATABASE IF NOT EXISTS `tidb_cdc`", ()),
+                (f"CREATE DATABASE IF NOT EXISTS `{TICDC_SCHEMA}`", ()),
                 (_CREATE, ()),
                 ("SELECT @@version", ()),
                 (f"SELECT MAX(CAST(primary_ts AS UNSIGNED)) FROM {_TABLE} WHERE changefeed=%s", (self.changefeed,)),
