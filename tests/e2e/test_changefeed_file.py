@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import stat
 from pathlib import Path
 
 import pytest
@@ -29,6 +30,7 @@ def run_changefeed_e2e(db: FreshDatabase, mariadb: MariaDB, root: Path, sink_uri
         start_ts = server.changefeed("cf-e2e")["checkpoint_ts"]
         watch = CheckpointWatch(ExternalStorage.from_uri(sink_uri))
         watch.wait(start_ts + 1, 180, lambda: _healthy(server))
+        assert_private_state(server.data_dir, "cf-e2e")
         for i in range(steps):
             work.step(i)
         end = now_tso(db)
@@ -44,6 +46,22 @@ def run_changefeed_e2e(db: FreshDatabase, mariadb: MariaDB, root: Path, sink_uri
     for name, rows in want.items():
         assert got.get(name, {}) == rows, name
     assert layout_violations(ExternalStorage.from_uri(sink_uri)) == []
+
+
+def assert_private_state(data_dir: Path, changefeed: str) -> None:
+    """What holds the sink URI and its secrets is this user's only (issue 26, item 6): the data dir 0700, the metadata
+    store 0600, the changefeed's state dir 0700 and its spec 0600; Spark's checkpoint holds no copy of the URI."""
+
+    def mode(path: Path) -> int:
+        return stat.S_IMODE(path.stat().st_mode)
+
+    state = data_dir / "changefeeds" / "default" / changefeed
+    assert mode(data_dir) == 0o700 and mode(state) == 0o700
+    stores = [p for p in data_dir.iterdir() if p.name.startswith("meta.sqlite3")]
+    assert stores and {p.name: mode(p) for p in stores} == {p.name: 0o600 for p in stores}
+    assert mode(state / "spec.json") == 0o600 and b"protocol=" in (state / "spec.json").read_bytes()
+    checkpoint = [p for p in (state / "spark").rglob("*") if p.is_file()]
+    assert checkpoint and not [p for p in checkpoint if b"protocol=" in p.read_bytes()]
 
 
 def _healthy(server: SparkServer) -> None:

@@ -10,6 +10,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
+from sparkcdc.local_file import private_dir
 from sparkcdc.pipeline.spec import FeedSpec
 
 log = logging.getLogger(__name__)
@@ -108,7 +109,7 @@ def start_query(spark: Any, spec: FeedSpec, *, trigger_seconds: float | None = N
     interval = trigger_seconds if trigger_seconds is not None else sink.flush_interval
     spec = replace(spec, batch_interval=interval)
     state = Path(spec.state_dir)
-    state.mkdir(parents=True, exist_ok=True)
+    private_dir(state)  # its spec.json holds the sink URI and its secrets
     spec.drain_path.unlink(missing_ok=True)  # left by a stop that never finished
     spec_path = state / "spec.json"
     spec.save(spec_path)

@@ -49,6 +49,7 @@ from sparkcdc.changefeed.runner import (
 )
 from sparkcdc.changefeed.snapshot import SnapshotProgress
 from sparkcdc.errors import SparkcdcError, UpstreamError
+from sparkcdc.local_file import private_dir
 from sparkcdc.model.table import TableInfo
 from sparkcdc.pipeline.progress import read_progress
 from sparkcdc.pipeline.query import drain, stop_between_batches
@@ -449,7 +450,7 @@ class SparkRunner:
             )
         key = (info.namespace, info.id)
         state = self.ctx.changefeed_dir(info.namespace, info.id)
-        state.mkdir(parents=True, exist_ok=True)
+        private_dir(state)  # its spec.json holds the sink URI and its secrets
         start_ts = self._prepare_state(state, checkpoint_ts)
         mode = info.config.snapshot.mode
         snapshot = mode != "never" and start_ts == info.start_ts

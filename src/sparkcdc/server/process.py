@@ -16,6 +16,7 @@ from pathlib import Path
 from sparkcdc.capture.upstream import parse_mysql_uri
 from sparkcdc.changefeed.runner import ChangefeedRunner, RunnerContext
 from sparkcdc.errors import ConfigError, SparkcdcError
+from sparkcdc.local_file import private_dir
 from sparkcdc.masking import mask_uri
 from sparkcdc.server.api import create_app
 from sparkcdc.server.capture_state import EtcdCaptureState
@@ -128,7 +129,7 @@ def lock_data_dir(data_dir: Path, wait: float = LOCK_WAIT_SECONDS) -> int:
     Spark's JVM inherits the lock (``RunnerContext.hold_fds``) and outlives a killed server for a moment (until
     it sees its stdin close), so a busy lock is retried for ``wait`` seconds before it is an error."""
     try:
-        data_dir.mkdir(parents=True, exist_ok=True)
+        private_dir(data_dir)  # the metadata store and the changefeeds' specs below hold sink URIs with passwords
         fd = os.open(data_dir / "LOCK", os.O_RDWR | os.O_CREAT, 0o644)
     except OSError as e:
         raise ConfigError(f"cannot use --data-dir {data_dir}: {e.strerror or e}") from e

@@ -1,4 +1,5 @@
-"""The embedded metadata store: changefeed info and status in SQLite under ``--data-dir``.
+"""The embedded metadata store: changefeed info and status in SQLite under ``--data-dir`` (0600 in a 0700 directory:
+the sink URIs it holds carry passwords).
 
 Every write is one transaction in WAL mode with ``synchronous=FULL``, so a committed change survives kill -9
 and power loss, and a crash mid-write leaves the previous version. Info and status live in separate columns
@@ -9,6 +10,7 @@ FastAPI handlers and the poller thread share it.
 from __future__ import annotations
 
 import json
+import os
 import sqlite3
 import threading
 from collections.abc import Iterator
@@ -18,6 +20,7 @@ from typing import Protocol
 
 from sparkcdc.changefeed.info import ChangefeedInfo, ChangefeedStatus
 from sparkcdc.errors import ConfigError, SparkcdcError
+from sparkcdc.local_file import PRIVATE_FILE_MODE, private_dir, private_file
 
 ERR_NOT_EXISTS = "CDC:ErrChangeFeedNotExists"
 ERR_ALREADY_EXISTS = "CDC:ErrChangeFeedAlreadyExists"
@@ -57,7 +60,11 @@ class MetaStore:
     def __init__(self, data_dir: str | Path) -> None:
         self.path = Path(data_dir) / "meta.sqlite3"
         try:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
+            # The sink URIs in here carry passwords: this user's only, also when made by an older version.
+            private_dir(self.path.parent)
+            os.close(os.open(self.path, os.O_RDWR | os.O_CREAT, PRIVATE_FILE_MODE))
+            for path in (self.path, *(self.path.with_name(self.path.name + x) for x in ("-wal", "-shm"))):
+                private_file(path)  # SQLite creates its -wal and -shm files with the database file's mode
             self._conn = sqlite3.connect(self.path, check_same_thread=False, isolation_level=None, timeout=30)
             self._conn.execute("PRAGMA journal_mode=WAL")
             self._conn.execute("PRAGMA synchronous=FULL")

@@ -96,3 +96,45 @@ def test_unusable_data_dir(tmp_path: Path) -> None:
     blocker.write_text("x")
     with pytest.raises(MetaStoreError, match="check --data-dir"):
         MetaStore(blocker / "sub")
+
+
+def _mode(path: Path) -> int:
+    return path.stat().st_mode & 0o777
+
+
+def test_store_holding_secrets_is_private(tmp_path: Path) -> None:
+    """The sink URIs' passwords are in here: the file and its WAL files 0600 in a 0700 directory, whatever the
+    umask (issue 26, item 6)."""
+    data = tmp_path / "new" / "data"
+    store = MetaStore(data)
+    store.create(info(), ChangefeedStatus(5, 5))
+    assert _mode(data) == 0o700 and _mode(data.parent) == 0o700  # created by the store: both its own
+    files = sorted(p.name for p in data.iterdir())
+    assert "meta.sqlite3" in files and "meta.sqlite3-wal" in files
+    assert {name: _mode(data / name) for name in files} == {name: 0o600 for name in files}
+    store.close()
+
+
+def test_store_made_before_is_tightened_on_open(tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:
+    data = tmp_path / "old"
+    MetaStore(data).close()
+    for path in (data, *data.iterdir()):  # as an older version left them
+        path.chmod(0o755 if path.is_dir() else 0o644)
+    (data / "meta.sqlite3-wal").write_bytes(b"")
+    (data / "meta.sqlite3-wal").chmod(0o644)
+    with caplog.at_level("WARNING", logger="sparkcdc.local_file"):
+        MetaStore(data).close()
+    assert _mode(data) == 0o700
+    assert {p.name: _mode(p) for p in data.iterdir()} == {p.name: 0o600 for p in data.iterdir()}
+    assert "was readable by other users (mode 0o644); now 0o600" in caplog.text
+
+
+def test_a_shared_sticky_directory_is_left_alone(tmp_path: Path) -> None:
+    """A store in a directory such as /tmp (sticky, shared by every user): the file is private, the directory
+    keeps its mode."""
+    shared = tmp_path / "shared"
+    shared.mkdir()
+    shared.chmod(0o1777)
+    MetaStore(shared).close()
+    assert shared.stat().st_mode & 0o7777 == 0o1777
+    assert _mode(shared / "meta.sqlite3") == 0o600
