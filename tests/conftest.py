@@ -6,4 +6,5 @@ pytest_plugins = [
     "tests.fixtures.object_stores",
     "tests.fixtures.kafka",
     "tests.fixtures.etcd",
+    "tests.fixtures.tls",
 ]

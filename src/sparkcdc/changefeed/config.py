@@ -2,7 +2,8 @@
 
 The canonical form is the TOML document with TiCDC's kebab-case keys (``case-sensitive``, ``[filter] rules``,
 ``[sink] date-separator`` …). :meth:`ReplicaConfig.from_toml` checks the form: every key we know, types, and
-unknown keys rejected by name. :meth:`ReplicaConfig.validate` applies TiCDC's ``ValidateAndAdjust`` rules
+unknown keys rejected by name. :meth:`ReplicaConfig.validate` applies TiCDC's Go types to the keys of ``[sink]``
+and of the kept sections (``toml_types``) and TiCDC's ``ValidateAndAdjust`` rules
 between values (durations, sync point); the changefeed manager calls it on create and update, not on reading
 the metadata store, so a rule added later never makes a stored changefeed unreadable. The ``[sink]`` table is
 validated together with the sink URI by the sink's own config (``sparkcdc.sink.base.sink_config``). The Open API
@@ -23,6 +24,7 @@ from types import MappingProxyType
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
+from sparkcdc.changefeed import toml_types
 from sparkcdc.changefeed.snapshot import SnapshotConfig
 from sparkcdc.errors import ConfigError
 from sparkcdc.filter.event_filter import EventFilter, EventFilterRule
@@ -315,12 +317,16 @@ class ReplicaConfig:
         return cls(**values)
 
     def validate(self) -> None:
-        """TiCDC's ``ReplicaConfig.ValidateAndAdjust`` rules between values, run on create and update.
+        """TiCDC's ``ReplicaConfig.ValidateAndAdjust`` rules between values, run on create and update, after the
+        Go types of the ``[sink]`` keys and the kept sections (what TiCDC's strict decoding refuses).
 
         A negative duration is refused always (Go would take it; it means nothing). With enable-sync-point,
         sync-point-interval must be at least 30s and sync-point-retention at least 1h; changefeed-error-stuck-
         duration must be at least 30m. Raises ConfigError (``CDC:ErrInvalidReplicaConfig``, TiCDC's wording).
         """
+        toml_types.check_types(self.sink, toml_types.SINK, "sink")
+        for name, table in self.sections.items():
+            toml_types.check_types(table, toml_types.SECTIONS[name], name)
         for key in _DURATIONS:
             ns = getattr(self, key.replace("-", "_") + "_ns")
             if ns < 0:

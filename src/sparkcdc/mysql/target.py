@@ -21,7 +21,8 @@ from typing import Any
 from urllib.parse import parse_qsl, unquote, urlsplit
 
 from sparkcdc.errors import ConfigError, SparkcdcError
-from sparkcdc.masking import mask_uri
+from sparkcdc.masking import mask_uri, mask_value
+from sparkcdc.tls_files import TlsFileError, check_tls_files
 
 log = logging.getLogger(__name__)
 
@@ -104,6 +105,15 @@ class MysqlTarget:
                     f"unknown parameter {key!r} in MySQL URI; use one of: {', '.join(sorted(_KNOWN_PARAMS))}",
                     code="CDC:ErrMySQLInvalidConfig",
                 )
+        given = dict(params)
+        zone = given.get("time-zone")
+        if zone and (problem := time_zone_problem(zone)):
+            raise ConfigError(f"invalid time-zone {zone!r} in MySQL URI: {problem}", code="CDC:ErrMySQLInvalidConfig")
+        try:
+            check_tls_files(*(given.get(f"ssl-{k}", "") for k in ("ca", "cert", "key")))
+        except TlsFileError as e:
+            raise ConfigError(f"invalid ssl-{e.which} {mask_value(f'ssl-{e.which}', given[f'ssl-{e.which}'])!r} in "
+                              f"MySQL URI: {e.reason}", code="CDC:ErrMySQLInvalidConfig") from None  # fmt: skip
         return cls(
             host=parts.hostname,
             port=port or 3306,
@@ -156,6 +166,12 @@ class MysqlTarget:
                 code="CDC:ErrMySQLConnectionError",
                 retryable=errno >= 2000,  # client-side: refused, lost, timeout; 1045 access denied is final
             ) from None
+        except OSError as e:  # the TLS files (ssl-ca, ssl-cert, ssl-key) went missing or bad since they were checked
+            raise SparkcdcError(
+                f"cannot connect to downstream {self}: its TLS files cannot be used ({type(e).__name__}: "
+                f"{e.strerror or e}); check ssl-ca, ssl-cert and ssl-key",
+                code="CDC:ErrMySQLInvalidConfig",
+            ) from None
 
     def connect_for_writes(self, *, time_zone: str | None = None) -> Any:
         """A connection for applying changes (no default database, autocommit off) that cannot lose data
@@ -193,6 +209,32 @@ class MysqlTarget:
                 code="CDC:ErrMySQLInvalidConfig",
             )
         return conn
+
+
+_OFFSET = re.compile(r"([+-])(\d{1,2}):(\d{2})")
+_OFFSET_RANGE = (-(13 * 60 + 59), 14 * 60)  # MySQL 8's; MariaDB's is narrower and checked by the server itself
+
+
+def time_zone_problem(tz: str) -> str | None:
+    """Why ``tz`` (a ``time-zone`` setting) is no zone a write session can take, or None: a name must be an IANA
+    zone (as TiCDC's ``time.LoadLocation``), an offset ``±HH:MM`` within -13:59..+14:00; ``""``, ``system`` and
+    ``local`` keep the server's zone."""
+    if session_time_zone(tz) in (None, "+00:00"):
+        return None
+    m = _OFFSET.fullmatch(tz)
+    if m is not None:
+        hours, minutes = int(m.group(2)), int(m.group(3))
+        total = (hours * 60 + minutes) * (-1 if m.group(1) == "-" else 1)
+        if minutes >= 60 or not _OFFSET_RANGE[0] <= total <= _OFFSET_RANGE[1]:
+            return "the offset is out of range; use one from -13:59 to +14:00"
+        return None
+    from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+    try:
+        ZoneInfo(tz)
+    except (ZoneInfoNotFoundError, ValueError):
+        return "unknown time zone; use an IANA name such as Asia/Shanghai or an offset such as +08:00"
+    return None
 
 
 def session_time_zone(tz: str | None) -> str | None:

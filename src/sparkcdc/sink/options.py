@@ -23,6 +23,7 @@ _FALSE: Final = frozenset({"0", "f", "F", "FALSE", "false", "False"})
 INT16: Final = (-(1 << 15), (1 << 15) - 1)
 INT32: Final = (-(1 << 31), (1 << 31) - 1)
 INT64: Final = (-(1 << 63), (1 << 63) - 1)
+URI: Final = "sink URI"
 
 
 @dataclass(frozen=True, slots=True)
@@ -32,6 +33,11 @@ class Setting:
     key: str
     value: Any
     where: str
+
+    @property
+    def from_uri(self) -> bool:
+        """A URI parameter is text; a TOML value has its TOML type (``'3'`` is no integer there, as for TiCDC)."""
+        return self.where == URI
 
     @property
     def shown(self) -> str:
@@ -55,7 +61,7 @@ class Sources:
     def pick(self, key: str, *tables: str, toml_key: str | None = None) -> Setting | None:
         """The URI's ``key`` if given, else the first of ``tables`` holding ``toml_key`` (default ``key``)."""
         if key in self.uri:
-            return Setting(key, self.uri[key], "sink URI")
+            return Setting(key, self.uri[key], URI)
         name = toml_key or key
         for table in tables:
             values = self.tables.get(table, {})
@@ -77,12 +83,12 @@ def as_bool(setting: Setting | None, default: bool, code: str = ERR_KAFKA_CONFIG
     value = setting.value
     if isinstance(value, bool):
         return value
-    if isinstance(value, str):
+    if isinstance(value, str) and setting.from_uri:
         if value in _TRUE:
             return True
         if value in _FALSE:
             return False
-    raise setting.fail("use true or false", code)
+    raise setting.fail("use true or false" + _unquote_hint(setting), code)
 
 
 def as_int(
@@ -98,15 +104,20 @@ def as_int(
     number: int | None = None
     if isinstance(value, int) and not isinstance(value, bool):
         number = value
-    elif isinstance(value, str):
+    elif isinstance(value, str) and setting.from_uri:
         digits = value[1:] if value[:1] in "+-" else value
         if digits.isascii() and digits.isdigit():
             number = int(value)
     if number is None:
-        raise setting.fail("must be an integer", code)
+        raise setting.fail("must be an integer" + _unquote_hint(setting), code)
     if not bounds[0] <= number <= bounds[1]:
         raise setting.fail(f"out of range [{bounds[0]}, {bounds[1]}]", code)
     return number
+
+
+def _unquote_hint(setting: Setting) -> str:
+    """For a TOML string holding what belongs there unquoted (``partition-num = '3'``)."""
+    return "; write it without quotes" if isinstance(setting.value, str) and not setting.from_uri else ""
 
 
 def as_str(setting: Setting | None, default: str, code: str = ERR_KAFKA_CONFIG) -> str:

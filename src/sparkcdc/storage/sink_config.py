@@ -20,6 +20,7 @@ from sparkcdc.changefeed.sink_keys import SINK_KEYS
 from sparkcdc.codec.csv.config import CsvConfig
 from sparkcdc.errors import ConfigError
 from sparkcdc.masking import mask_value
+from sparkcdc.sink.options import Setting, Sources, as_bool, as_int, as_str, table
 from sparkcdc.storage.duration import MINUTE, SECOND, format_duration, parse_duration
 from sparkcdc.storage.sink_uri import SinkURI
 
@@ -100,8 +101,9 @@ _CLOUD_KEYS = frozenset(
         "output-raw-change-event",
     }
 )
-_TRUE = frozenset({"1", "t", "T", "TRUE", "true", "True"})
-_FALSE = frozenset({"0", "f", "F", "FALSE", "false", "False"})
+ERR_STORAGE = "CDC:ErrStorageSinkInvalidConfig"
+ERR_SINK = "CDC:ErrSinkInvalidConfig"
+SINK, CLOUD = "[sink]", "[sink.cloud-storage-config]"
 
 
 @dataclass(frozen=True)
@@ -145,12 +147,9 @@ class StorageSinkConfig:
         or a malformed value.
         """
         parsed = uri if isinstance(uri, SinkURI) else SinkURI.parse(uri)
-        sink = _table(toml or {}, "sink", "changefeed config")
-        _check_keys(sink, SINK_KEYS, "[sink]")
-        cloud = _table(sink, "cloud-storage-config", "[sink]")
-        _check_keys(cloud, _CLOUD_KEYS, "[sink.cloud-storage-config]")
-        csv = _table(sink, "csv", "[sink]")
-        _check_keys(csv, _CSV_KEYS, "[sink.csv]")
+        sink = table(toml or {}, "sink", "the changefeed config", SINK_KEYS)
+        cloud = table(sink, "cloud-storage-config", SINK, _CLOUD_KEYS)
+        csv = table(sink, "csv", SINK, _CSV_KEYS)
 
         allowed = _SINK_PARAMS | BACKEND_PARAMS[parsed.scheme]
         for key, _ in parsed.params:
@@ -159,88 +158,77 @@ class StorageSinkConfig:
                     f"unknown {parsed.scheme} sink URI parameter {key!r}; allowed: {', '.join(sorted(allowed))}",
                     code="CDC:ErrSinkURIInvalid",
                 )
-        p = dict(parsed.params)
+        src = Sources(dict(parsed.params), {SINK: sink, CLOUD: cloud})
+        values: dict[str, Any] = {"uri": parsed, "protocol": _protocol(src)}
 
-        protocol = _protocol(p.get("protocol"), sink.get("protocol"))
-        values: dict[str, Any] = {"uri": parsed, "protocol": protocol}
-
-        worker_count = _pick_int(p, cloud, "worker-count", DEFAULT_WORKER_COUNT)
-        if worker_count <= 0:
-            raise ConfigError(f"invalid worker-count {worker_count}, it must be greater than 0")
+        count = src.pick("worker-count", CLOUD)
+        worker_count = as_int(count, DEFAULT_WORKER_COUNT, code=ERR_STORAGE)
+        if count is not None and worker_count <= 0:  # TiCDC's wording
+            raise ConfigError(f"invalid worker-count {worker_count}, it must be greater than 0 (in {count.where})",
+                              code=ERR_STORAGE)  # fmt: skip
         values["worker_count"] = _clamp("worker-count", worker_count, 1, MAX_WORKER_COUNT)
+        interval = _interval(src.pick("flush-interval", CLOUD))
+        values["flush_interval_ns"] = _clamp("flush-interval", interval, MIN_FLUSH_INTERVAL_NS, MAX_FLUSH_INTERVAL_NS,
+                                             render=format_duration)  # fmt: skip
+        file_size = as_int(src.pick("file-size", CLOUD), DEFAULT_FILE_SIZE, code=ERR_STORAGE)
+        values["file_size"] = _clamp("file-size", file_size, MIN_FILE_SIZE, MAX_FILE_SIZE)
 
-        interval_text = p.get("flush-interval", cloud.get("flush-interval"))
-        if interval_text is None:
-            interval = DEFAULT_FLUSH_INTERVAL_NS
-        elif isinstance(interval_text, str):
-            interval = parse_duration(interval_text, key="flush-interval")
-        else:
-            raise ConfigError(f"invalid flush-interval {interval_text!r}: use a Go duration string such as '5s'")
-        values["flush_interval_ns"] = _clamp(
-            "flush-interval", interval, MIN_FLUSH_INTERVAL_NS, MAX_FLUSH_INTERVAL_NS, render=format_duration
-        )
-        values["file_size"] = _clamp(
-            "file-size", _pick_int(p, cloud, "file-size", DEFAULT_FILE_SIZE), MIN_FILE_SIZE, MAX_FILE_SIZE
-        )
-
-        width = _int_value("file-index-digit", sink.get("file-index-digit", 0))
+        digits = src.toml(SINK, "file-index-digit")
+        width = as_int(digits, 0, code=ERR_SINK)
         if not MIN_FILE_INDEX_WIDTH <= width <= MAX_FILE_INDEX_WIDTH:
-            if "file-index-digit" in sink:
+            if digits is not None:
                 log.warning("file-index-digit %d is out of [6, 20]; using %d", width, DEFAULT_FILE_INDEX_WIDTH)
             width = DEFAULT_FILE_INDEX_WIDTH
         values["file_index_width"] = width
 
-        concurrency = _int_value("flush-concurrency", cloud.get("flush-concurrency", 1))
+        concurrency = as_int(src.toml(CLOUD, "flush-concurrency"), 1, code=ERR_STORAGE)
         if not 1 <= concurrency <= MAX_FLUSH_CONCURRENCY:
             log.warning("flush-concurrency %d is out of [1, 512]; using 1", concurrency)
             concurrency = 1
         values["flush_concurrency"] = concurrency
 
-        sep = sink.get("date-separator", "day")
-        if not isinstance(sep, str) or sep.lower() not in DATE_SEPARATORS:
-            raise ConfigError(f"invalid date-separator {sep!r}; use one of: {', '.join(DATE_SEPARATORS)}")
-        values["date_separator"] = sep
+        separator = src.toml(SINK, "date-separator")
+        values["date_separator"] = as_str(separator, "day", code=ERR_SINK)
+        if separator is not None and values["date_separator"].lower() not in DATE_SEPARATORS:
+            raise separator.fail(f"use one of: {', '.join(DATE_SEPARATORS)}", ERR_SINK)
 
-        terminator = sink.get("terminator", "\r\n")
-        if not isinstance(terminator, str) or terminator == "":
-            raise ConfigError(f"invalid terminator {terminator!r}; use a non-empty string such as '\\r\\n'")
-        values["terminator"] = terminator
+        terminator = src.toml(SINK, "terminator")
+        values["terminator"] = as_str(terminator, "\r\n", code=ERR_SINK)
+        if terminator is not None and values["terminator"] == "":
+            raise terminator.fail("use a non-empty string such as '\\r\\n'", ERR_SINK)
 
-        atomicity = sink.get("transaction-atomicity", "none")
-        if atomicity not in ("", "none", "table"):
-            raise ConfigError(f"invalid transaction-atomicity {atomicity!r}; use one of: none, table")
-        values["transaction_atomicity"] = atomicity or "none"
+        atomicity = src.toml(SINK, "transaction-atomicity")
+        values["transaction_atomicity"] = as_str(atomicity, "none", code="CDC:ErrSinkURIInvalid") or "none"
+        if atomicity is not None and values["transaction_atomicity"] not in ("none", "table"):
+            raise atomicity.fail("use one of: none, table", "CDC:ErrSinkURIInvalid")
 
-        values["enable_partition_separator"] = _bool_value(
-            "enable-partition-separator", sink.get("enable-partition-separator", True)
-        )
-        values["output_column_id"] = _bool_value("output-column-id", cloud.get("output-column-id", False))
-        values["output_raw_change_event"] = _bool_value(
-            "output-raw-change-event", cloud.get("output-raw-change-event", False)
-        )
-        days = _int_value("file-expiration-days", cloud.get("file-expiration-days", 0))
-        if days < 0:
-            raise ConfigError(f"invalid file-expiration-days {days}; use 0 (off) or a positive number of days")
-        values["file_expiration_days"] = days
-        cron = cloud.get("file-cleanup-cron-spec", "0 0 2 * * *")
-        if not isinstance(cron, str) or len(cron.split()) != 6:
-            raise ConfigError(f"invalid file-cleanup-cron-spec {cron!r}; use 6 fields: sec min hour dom mon dow")
-        values["file_cleanup_cron_spec"] = cron
+        values["enable_partition_separator"] = as_bool(src.toml(SINK, "enable-partition-separator"), True, ERR_SINK)
+        values["output_column_id"] = as_bool(src.toml(CLOUD, "output-column-id"), False, ERR_STORAGE)
+        values["output_raw_change_event"] = as_bool(src.toml(CLOUD, "output-raw-change-event"), False, ERR_STORAGE)
+        expiration = src.toml(CLOUD, "file-expiration-days")
+        values["file_expiration_days"] = as_int(expiration, 0, code=ERR_STORAGE)
+        if expiration is not None and values["file_expiration_days"] < 0:
+            raise expiration.fail("use 0 (off) or a positive number of days", ERR_STORAGE)
+        cron = src.toml(CLOUD, "file-cleanup-cron-spec")
+        values["file_cleanup_cron_spec"] = as_str(cron, "0 0 2 * * *", code=ERR_STORAGE)
+        if cron is not None and len(values["file_cleanup_cron_spec"].split()) != 6:
+            raise cron.fail("use 6 fields: sec min hour dom mon dow", ERR_STORAGE)
 
         for key in ("enable-tidb-extension", "content-compatible", "only-output-updated-columns"):
-            values[key.replace("-", "_")] = _bool_value(key, p.get(key, sink.get(key, False)))
-        values["delete_only_output_handle_key_columns"] = _bool_value(
-            "delete-only-output-handle-key-columns", sink.get("delete-only-output-handle-key-columns", False)
-        )
-        if protocol == "csv" and values["delete_only_output_handle_key_columns"]:
-            raise ConfigError("delete-only-output-handle-key-columns is not supported by protocol csv")
+            values[key.replace("-", "_")] = as_bool(src.pick(key, SINK), False, ERR_SINK)
+        delete_keys = src.toml(SINK, "delete-only-output-handle-key-columns")
+        values["delete_only_output_handle_key_columns"] = as_bool(delete_keys, False, ERR_SINK)
+        if values["protocol"] == "csv" and values["delete_only_output_handle_key_columns"]:
+            raise ConfigError("delete-only-output-handle-key-columns is not supported by protocol csv: CSV "
+                              "always outputs every column of a deleted row; remove it from [sink]",
+                              code=ERR_SINK)  # fmt: skip
         # TiCDC validates [sink.csv] for every storage sink, whatever the protocol; validating here means the
         # server refuses at create what the csv encoder would refuse when the changefeed runs.
-        CsvConfig.from_options({**csv, "terminator": terminator})
+        CsvConfig.from_options({**csv, "terminator": values["terminator"]})
         values["csv"] = MappingProxyType(dict(csv))
         values["backend"] = tuple((k, v) for k, v in parsed.params if k in BACKEND_PARAMS[parsed.scheme])
-        if parsed.scheme == "s3" and "force-path-style" in p:
-            _bool_value("force-path-style", p["force-path-style"])
+        if parsed.scheme == "s3":
+            as_bool(src.pick("force-path-style"), False, ERR_STORAGE)
         return cls(**values)
 
     @property
@@ -298,62 +286,33 @@ def _rebuild(state: dict[str, Any]) -> StorageSinkConfig:
     return StorageSinkConfig(**state)
 
 
-def _table(parent: Mapping[str, Any], key: str, where: str) -> Mapping[str, Any]:
-    value = parent.get(key, {})
-    if value is None:
-        return {}
-    if not isinstance(value, Mapping):
-        raise ConfigError(f"{where} key {key!r} must be a table, got {type(value).__name__}")
-    return value
-
-
-def _check_keys(table: Mapping[str, Any], allowed: frozenset[str], where: str) -> None:
-    for key in table:
-        if key not in allowed:
-            raise ConfigError(f"unknown key {key!r} in {where}; allowed: {', '.join(sorted(allowed))}")
-
-
-def _protocol(from_uri: str | None, from_toml: Any) -> str:
-    if from_toml is not None and not isinstance(from_toml, str):
-        raise ConfigError(f"[sink] protocol must be a string; use one of: {', '.join(PROTOCOLS)}")
-    if from_uri is not None and from_toml and from_uri != from_toml:
-        log.warning("sink URI protocol %r overrides [sink] protocol %r", from_uri, from_toml)
-    protocol = from_uri if from_uri is not None else from_toml
+def _protocol(src: Sources) -> str:
+    setting = src.pick("protocol", SINK)
+    toml = src.toml(SINK, "protocol")
+    if toml is not None:
+        as_str(toml, "", code="CDC:ErrSinkUnknownProtocol")
+    if setting is not None and toml is not None and toml.value and setting.value != toml.value:
+        log.warning("sink URI protocol %r overrides [sink] protocol %r", setting.value, toml.value)
+    protocol = as_str(setting, "", code="CDC:ErrSinkUnknownProtocol")
     if not protocol:
-        raise ConfigError(f"protocol is required for a storage sink; use one of: {', '.join(PROTOCOLS)}")
+        raise ConfigError(f"protocol is required for a storage sink; use one of: {', '.join(PROTOCOLS)}",
+                          code="CDC:ErrSinkUnknownProtocol")  # fmt: skip
     if protocol not in PROTOCOLS:
-        raise ConfigError(f"unsupported protocol {protocol!r} for a storage sink; use one of: {', '.join(PROTOCOLS)}")
+        raise ConfigError(f"unsupported protocol {protocol!r} for a storage sink; use one of: {', '.join(PROTOCOLS)}",
+                          code="CDC:ErrSinkUnknownProtocol")  # fmt: skip
     return protocol
 
 
-def _pick_int(uri_params: Mapping[str, str], cloud: Mapping[str, Any], key: str, default: int) -> int:
-    if key in uri_params:
-        return _int_value(key, uri_params[key])
-    return _int_value(key, cloud.get(key, default))
-
-
-def _int_value(key: str, value: Any) -> int:
-    if isinstance(value, bool):
-        raise ConfigError(f"invalid {key} {mask_value(key, str(value))!r}: must be an integer")
-    if isinstance(value, int):
-        return value
-    if isinstance(value, str):
-        text = value.strip()
-        digits = text[1:] if text[:1] in "+-" else text
-        if digits.isascii() and digits.isdigit():
-            return int(text)
-    raise ConfigError(f"invalid {key} {mask_value(key, str(value))!r}: must be an integer")
-
-
-def _bool_value(key: str, value: Any) -> bool:
-    if isinstance(value, bool):
-        return value
-    if isinstance(value, str):
-        if value in _TRUE:
-            return True
-        if value in _FALSE:
-            return False
-    raise ConfigError(f"invalid {key} {value!r}: use true or false")
+def _interval(setting: Setting | None) -> int:
+    """flush-interval in nanoseconds: a Go duration, clamped by the caller (so ``-10s`` is not an error)."""
+    if setting is None:
+        return DEFAULT_FLUSH_INTERVAL_NS
+    if not isinstance(setting.value, str):
+        raise setting.fail("use a Go duration string such as '5s'", ERR_STORAGE)
+    try:
+        return parse_duration(setting.value, key=setting.key)
+    except ConfigError:
+        raise setting.fail("not a Go duration (use e.g. 5s, 1m30s)", ERR_STORAGE) from None
 
 
 def _clamp(key: str, value: int, low: int, high: int, render: Any = str) -> int:

@@ -136,7 +136,7 @@ def test_pause_resume_update_delete(client: ASGIClient) -> None:
             {"changefeed_id": "a_b", "sink_uri": "file:///x?protocol=csv"},
             "CDC:ErrAPIInvalidParam",
         ),
-        ("POST", "/api/v2/changefeeds", {"sink_uri": "file:///x"}, "CDC:ErrInvalidConfig"),  # no protocol
+        ("POST", "/api/v2/changefeeds", {"sink_uri": "file:///x"}, "CDC:ErrSinkUnknownProtocol"),  # no protocol
         ("POST", "/api/v2/changefeeds", {"sink_uri": "ftp://h/x?protocol=csv"}, "CDC:ErrSinkURIInvalid"),
         ("POST", "/api/v2/changefeeds", {"start_ts": -1}, "CDC:ErrAPIInvalidParam"),
         ("POST", "/api/v2/changefeeds", {"start_ts": "abc"}, "CDC:ErrAPIInvalidParam"),

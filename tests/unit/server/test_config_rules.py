@@ -25,8 +25,8 @@ CANAL_SINK = "file:///tmp/sparkcdc-unit/sink?protocol=canal-json"
 
 def create_checks(sink_uri: str, cfg: ReplicaConfig) -> None:
     """The config checks ChangefeedManager.create and update run, in their order."""
-    sink_config(sink_uri, cfg.to_toml())
     cfg.validate()
+    sink_config(sink_uri, cfg.to_toml())
 
 
 def _refused(build: Any, case: Refused, sink_uri: str) -> ConfigError:

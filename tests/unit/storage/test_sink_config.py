@@ -213,7 +213,7 @@ MALFORMED: list[tuple[str, dict[str, Any] | None, str]] = [
     ("s3://bkt/p?protocol=csv&enable-tidb-extension=yes", None, "invalid enable-tidb-extension 'yes'"),
     ("s3://bkt/p?protocol=csv&force-path-style=maybe", None, "invalid force-path-style 'maybe'"),
     ("s3://bkt/p?protocol=csv", {"sink": {"date-separator": "week"}}, "invalid date-separator 'week'"),
-    ("s3://bkt/p?protocol=csv", {"sink": {"date-separator": 1}}, "invalid date-separator 1"),
+    ("s3://bkt/p?protocol=csv", {"sink": {"date-separator": 1}}, "invalid date-separator '1' in [sink]: must be a"),
     ("s3://bkt/p?protocol=csv", {"sink": {"enable-partition-separator": "perhaps"}}, "enable-partition-separator"),
     ("s3://bkt/p?protocol=csv", {"sink": {"file-index-digit": "six"}}, "invalid file-index-digit 'six'"),
     ("s3://bkt/p?protocol=csv", {"sink": {"terminator": ""}}, "invalid terminator"),
@@ -221,14 +221,21 @@ MALFORMED: list[tuple[str, dict[str, Any] | None, str]] = [
     ("s3://bkt/p?protocol=csv", {"sink": {"csv": {"separator": ","}}}, "unknown key 'separator' in [sink.csv]"),
     ("s3://bkt/p?protocol=csv", {"sink": {"csv": "x"}}, "key 'csv' must be a table"),
     ("s3://bkt/p?protocol=csv", {"sink": {"cloud-storage-config": {"speed": 1}}}, "unknown key 'speed'"),
-    ("s3://bkt/p?protocol=csv", {"sink": {"cloud-storage-config": {"flush-interval": 5}}}, "invalid flush-interval 5"),
+    ("s3://bkt/p?protocol=csv", {"sink": {"cloud-storage-config": {"flush-interval": 5}}}, "flush-interval '5' in"),
     ("s3://bkt/p?protocol=csv", {"sink": {"cloud-storage-config": {"file-size": True}}}, "invalid file-size"),
     ("s3://bkt/p?protocol=csv", {"sink": {"cloud-storage-config": {"file-expiration-days": -1}}}, "expiration"),
     ("s3://bkt/p?protocol=csv", {"sink": {"cloud-storage-config": {"file-cleanup-cron-spec": "0 2 * *"}}}, "cron"),
     ("s3://bkt/p?protocol=csv", {"sink": {"transaction-atomicity": "global"}}, "transaction-atomicity"),
-    ("s3://bkt/p", {"sink": {"protocol": 7}}, "protocol must be a string"),
+    ("s3://bkt/p", {"sink": {"protocol": 7}}, "invalid protocol '7' in [sink]: must be a string"),
     ("s3://bkt/p?protocol=csv", {"sink": {"delete-only-output-handle-key-columns": True}}, "not supported by"),
     ("s3://bkt/p?protocol=csv", {"sink": "nope"}, "key 'sink' must be a table"),
+    # a TOML string is no integer or boolean (as in TiCDC's strict decoding); only URI parameters are text
+    ("s3://bkt/p?protocol=csv", {"sink": {"cloud-storage-config": {"worker-count": "8"}}},
+     "invalid worker-count '8' in [sink.cloud-storage-config]: must be an integer; write it without quotes"),
+    ("s3://bkt/p?protocol=csv", {"sink": {"cloud-storage-config": {"output-column-id": "true"}}},
+     "invalid output-column-id 'true' in [sink.cloud-storage-config]: use true or false; write it without quotes"),
+    ("s3://bkt/p?protocol=csv", {"sink": {"enable-partition-separator": "false"}},
+     "invalid enable-partition-separator 'false' in [sink]"),
 ]
 
 

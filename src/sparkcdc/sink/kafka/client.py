@@ -171,9 +171,17 @@ def check_reachable(config: KafkaSinkConfig) -> None:
     """TiCDC's check when a changefeed is created or updated: the cluster answers within dial-timeout (at most
     10 s), and the default topic exists with at least partition-num partitions or is created (as TiCDC creates it
     then). Raises ConfigError naming the brokers and the reason."""
+    from confluent_kafka import KafkaException
+
     timeout = min(_ADMIN_TIMEOUT, max(1.0, config.dial_timeout_ns / 1e9))
     try:
-        Topics(config, config.client_id or "sparkcdc_check", timeout).partitions(config.uri.topic)
+        topics = Topics(config, config.client_id or "sparkcdc_check", timeout)
+    except KafkaException as e:  # librdkafka refuses a setting (a TLS file, a SASL mechanism it lacks)
+        raise ConfigError(f"the Kafka client refuses the sink's settings: {e.args[0].str() if e.args else e}; "
+                          "check the TLS and SASL settings of the sink URI and [sink.kafka-config]",
+                          code="CDC:ErrKafkaInvalidConfig") from None  # fmt: skip
+    try:
+        topics.partitions(config.uri.topic)
     except KafkaError as e:
         raise ConfigError(f"cannot reach the Kafka cluster at {','.join(config.uri.brokers)}: {e.message}; check "
                           "the broker addresses in the sink URI and that the cluster is running",

@@ -29,6 +29,7 @@ from sparkcdc.sink.options import (
     as_int,
     as_str,
 )
+from sparkcdc.storage.sink_uri import SinkURI
 
 log = logging.getLogger(__name__)
 
@@ -169,10 +170,10 @@ def large_message(src: Sources, v: dict[str, Any]) -> None:
                 f"set it in {LARGE} (e.g. s3://bucket/claim-check)",
                 code=ERR_REPLICA,
             )
-        if not re.fullmatch(r"[A-Za-z][A-Za-z0-9+.-]*://\S+", uri):
-            raise Setting("claim-check-storage-uri", uri, LARGE).fail(
-                "use a storage URI such as s3://bucket/prefix or file:///path", ERR_REPLICA
-            )
+        try:  # the storage sink's URI rules (schemes, bucket names, parameters), without connecting
+            SinkURI.parse(uri)
+        except ConfigError as e:
+            raise Setting("claim-check-storage-uri", uri, LARGE).fail(e.message, ERR_REPLICA) from None
 
 
 def sink_options(src: Sources, doc: Mapping[str, Any], v: dict[str, Any]) -> None:

@@ -23,6 +23,7 @@ from typing import Any, Final
 from sparkcdc.errors import ConfigError
 from sparkcdc.masking import MASK, mask_uri
 from sparkcdc.sink.options import ERR_KAFKA_CONFIG, Setting, Sources, as_bool, as_choice, as_str, as_strings
+from sparkcdc.tls_files import TlsFileError, check_tls_files
 
 KAFKA_TABLE: Final = "[sink.kafka-config]"
 SASL_MECHANISMS: Final = {
@@ -239,4 +240,8 @@ def parse_tls(src: Sources) -> TlsConfig:
     else:
         enabled = bool(given)
     insecure = as_bool(src.pick("insecure-skip-verify", KAFKA_TABLE), False)
+    try:  # TiCDC loads them when it builds the producer's config, so a bad file is refused at create
+        check_tls_files(ca, cert, key)
+    except TlsFileError as e:
+        raise src.pick(e.which, KAFKA_TABLE).fail(e.reason) from None  # type: ignore[union-attr]
     return TlsConfig(enabled, ca, cert, key, insecure and enabled)

@@ -16,8 +16,9 @@ from urllib.parse import unquote, urlsplit
 from sparkcdc.changefeed.sink_keys import SINK_KEYS
 from sparkcdc.errors import ConfigError, SparkcdcError
 from sparkcdc.masking import mask_uri
-from sparkcdc.mysql.target import MysqlTarget
+from sparkcdc.mysql.target import MysqlTarget, session_time_zone, time_zone_problem
 from sparkcdc.sink.options import INT32, Setting, Sources, as_bool, as_duration_ns, as_int, as_str, table
+from sparkcdc.tls_files import TlsFileError, check_tls_files
 from sparkcdc.uri_query import parse_query
 
 log = logging.getLogger(__name__)
@@ -77,6 +78,7 @@ class MysqlSinkConfig:
     multi_stmt_enable: bool = True
     cache_prep_stmts: bool = True
     time_zone: str | None = None
+    time_zone_from: str = ""  # where time-zone was set (sink URI or [sink.mysql-config]), for the downstream's check
     read_timeout_ns: int = _DEFAULT_TIMEOUT_NS
     write_timeout_ns: int = _DEFAULT_TIMEOUT_NS
     dial_timeout_ns: int = _DEFAULT_TIMEOUT_NS
@@ -132,6 +134,9 @@ class MysqlSinkConfig:
         v["cache_prep_stmts"] = as_bool(_pick(src, "cache-prep-stmts"), True, ERR)
         tz = _pick(src, "time-zone")
         v["time_zone"] = None if tz is None else as_str(tz, "", ERR)
+        if tz is not None and (problem := time_zone_problem(v["time_zone"])):
+            raise tz.fail(problem, ERR)
+        v["time_zone_from"] = tz.where if tz is not None else ""
         for key in ("read-timeout", "write-timeout", "timeout"):
             field = "dial_timeout_ns" if key == "timeout" else key.replace("-", "_") + "_ns"
             v[field] = as_duration_ns(_pick(src, key), _DEFAULT_TIMEOUT_NS, ERR)
@@ -139,6 +144,10 @@ class MysqlSinkConfig:
         if (ssl["ssl-cert"] or ssl["ssl-key"]) and not ssl["ssl-ca"]:
             raise ConfigError("ssl-cert and ssl-key need ssl-ca (the CA that verifies the server); add ssl-ca",
                               code=ERR)  # fmt: skip
+        try:  # TiCDC loads them here too (ToTLSConfig): a bad file is refused at create, not when a task connects
+            check_tls_files(ssl["ssl-ca"], ssl["ssl-cert"], ssl["ssl-key"])
+        except TlsFileError as e:
+            raise _pick(src, f"ssl-{e.which}").fail(e.reason, ERR) from None  # type: ignore[union-attr]
         _replica(doc, v)
         target_params = [("connect-timeout", str(max(1, v["dial_timeout_ns"] // 10**9)))]
         target_params += [(k, path) for k, path in ssl.items() if path]
@@ -179,10 +188,32 @@ def check_reachable(config: MysqlSinkConfig) -> None:
     timeout = min(_CHECK_TIMEOUT_S, max(1, config.dial_timeout_ns // 10**9))
     target = replace(config.target, params=(*params, ("connect-timeout", str(timeout))))
     try:
-        target.connect(database="").close()
+        conn = target.connect(database="")
     except SparkcdcError as e:
         raise ConfigError(f"{e.message}; check the sink URI's host, port, user and password and that the "
                           "downstream is running", code="CDC:ErrMySQLConnectionError") from None
+    try:
+        _check_time_zone(conn, config)
+    finally:
+        conn.close()
+
+
+def _check_time_zone(conn: Any, config: MysqlSinkConfig) -> None:
+    """The downstream takes the write sessions' time-zone: a zone name needs its time zone tables, and MariaDB's
+    offsets stop at -12:59..+13:00. Raises ConfigError naming the setting and where it came from."""
+    import pymysql  # type: ignore[import-untyped]
+
+    zone = session_time_zone(config.time_zone)
+    if zone is None:
+        return
+    try:
+        with conn.cursor() as cur:
+            cur.execute("SET SESSION time_zone=%s", (zone,))
+    except pymysql.MySQLError as e:
+        reason = e.args[1] if len(e.args) > 1 else str(e)
+        raise ConfigError(f"invalid time-zone {config.time_zone!r} in {config.time_zone_from}: the downstream refuses "
+                          f"it ({reason}); use an offset such as +08:00, or load the downstream's time zone tables "
+                          "(mariadb-tzinfo-to-sql)", code=ERR) from None
 
 
 def _pick(src: Sources, key: str) -> Setting | None:

@@ -15,6 +15,7 @@ from sparkcdc.errors import ConfigError
 from sparkcdc.sink.kafka.config import KafkaSinkConfig
 from sparkcdc.sink.kafka.dispatcher import DispatchRule
 from sparkcdc.sink.kafka.limits import effective_max_message_bytes, resolve_partition_num
+from tests.fixtures.tls import PemFiles
 
 SECRET = "s3cr3tPW"
 H = "kafka://127.0.0.1:9092/topic"
@@ -93,8 +94,10 @@ TICDC_MERGE_TOML: dict[str, Any] = {
 }
 
 
-def test_ticdc_merge_from_toml() -> None:
-    c = cfg("kafka://127.0.0.1:9092/prefix?protocol=canal-json", TICDC_MERGE_TOML)
+def test_ticdc_merge_from_toml(pem: PemFiles) -> None:
+    files = {"ca": pem.ca, "cert": pem.cert, "key": pem.key}  # the files are loaded: real ones
+    toml = {"sink": {"kafka-config": {**TICDC_MERGE_TOML["sink"]["kafka-config"], **files}}}
+    c = cfg("kafka://127.0.0.1:9092/prefix?protocol=canal-json", toml)
     assert (c.partition_num, c.replication_factor, c.kafka_version, c.max_message_bytes) == (12, 5, "3.1.2", 1 << 20)
     assert (c.compression, c.client_id, c.auto_create_topic, c.required_acks) == ("gzip", "test-id", True, 1)
     assert (c.dial_timeout_ns, c.write_timeout_ns) == (61 * 10**9, 121 * 10**9)
@@ -105,7 +108,7 @@ def test_ticdc_merge_from_toml() -> None:
         "realm",
     )
     assert c.sasl.gssapi_disable_pafxfast
-    assert (c.tls.enabled, c.tls.ca, c.tls.cert, c.tls.key) == (True, "ca.pem", "cert.pem", "key.pem")
+    assert (c.tls.enabled, c.tls.ca, c.tls.cert, c.tls.key) == (True, pem.ca, pem.cert, pem.key)
 
 
 def test_uri_beats_toml(caplog: pytest.LogCaptureFixture) -> None:
@@ -228,15 +231,11 @@ def test_producer_config() -> None:
     assert over["security.protocol"] == "PLAINTEXT"
 
 
-def test_producer_tls_settings() -> None:
-    c = cfg(H + "?protocol=simple&ca=/c/ca.pem&cert=/c/cert.pem&key=/c/key.pem&insecure-skip-verify=true")
+def test_producer_tls_settings(pem: PemFiles) -> None:
+    c = cfg(H + f"?protocol=simple&ca={pem.ca}&cert={pem.cert}&key={pem.key}&insecure-skip-verify=true")
     p = c.producer_config()
     assert p["security.protocol"] == "SSL"
-    assert (p["ssl.ca.location"], p["ssl.certificate.location"], p["ssl.key.location"]) == (
-        "/c/ca.pem",
-        "/c/cert.pem",
-        "/c/key.pem",
-    )
+    assert (p["ssl.ca.location"], p["ssl.certificate.location"], p["ssl.key.location"]) == (pem.ca, pem.cert, pem.key)
     assert p["enable.ssl.certificate.verification"] is False
     assert cfg(H + "?protocol=simple&enable-tls=true").producer_config()["security.protocol"] == "SSL"
     plain = cfg(H + "?protocol=simple&insecure-skip-verify=true")
@@ -287,12 +286,12 @@ def test_ticdc_client_ids(addr: str, changefeed: str, configured: str, expected:
         assert c.kafka_client_id(addr, "default", changefeed) == expected
 
 
-def test_masking_everywhere() -> None:
+def test_masking_everywhere(pem: PemFiles) -> None:
     toml = {"sink": {"kafka-config": {"sasl-gssapi-password": "gss" + SECRET}}}
-    c = cfg(H + "?protocol=simple&ca=a.pem&cert=b.pem&key=/keys/private.pem" + AUTH, toml)
+    c = cfg(H + f"?protocol=simple&ca={pem.ca}&cert={pem.cert}&key={pem.key}" + AUTH, toml)
     for text in (repr(c), str(c), repr(c.uri), str(c.uri), repr(c.sasl), repr(c.tls)):
         assert SECRET not in text
-        assert "/keys/private.pem" not in text
+        assert pem.key not in text
     assert "sasl-password=xxxxx" in str(c.uri)
     assert "sasl-user=u" in str(c.uri)  # not a secret
     assert "sasl-mechanism=plain" in str(c.uri)

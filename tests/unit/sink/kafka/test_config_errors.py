@@ -114,6 +114,18 @@ CASES: list[tuple[str, dict[str, Any] | None, str, str]] = [
     (H, kc({"output-raw-change-event": "yes"}), REPLICA_ERR, "output-raw-change-event 'yes'"),
     (H, {"case-sensitive": "x"}, REPLICA_ERR, "case-sensitive 'x'"),
     (H, kc({"partition-num": True}), "CDC:ErrKafkaInvalidPartitionNum", "partition-num 'True' in [sink.kafka-config]"),
+    # a TOML string is no number or boolean; TLS files and claim-check URIs are checked at create (issue 26)
+    (H, kc({"partition-num": "3"}), "CDC:ErrKafkaInvalidPartitionNum",
+     "partition-num '3' in [sink.kafka-config]: must be an integer; write it without quotes"),
+    (H, kc({"auto-create-topic": "true"}), KAFKA_ERR,
+     "auto-create-topic 'true' in [sink.kafka-config]: use true or false; write it without quotes"),
+    (H + "&ca=/nonexistent/ca.pem&cert=/x&key=/y", None, KAFKA_ERR,
+     "invalid ca '/nonexistent/ca.pem' in sink URI: no such"),
+    (H, kc({"ca": "/tmp", "cert": "/tmp", "key": "/tmp"}), KAFKA_ERR,
+     "invalid ca '/tmp' in [sink.kafka-config]: it is a"),
+    (C + "&enable-tidb-extension=true", kc({"large-message-handle": {"large-message-handle-option": "claim-check",
+                                                                     "claim-check-storage-uri": "foo://x"}}),
+     REPLICA_ERR, "invalid claim-check-storage-uri 'foo://x' in [sink.kafka-config.large-message-handle]: unsupported"),
 ]  # fmt: skip
 
 

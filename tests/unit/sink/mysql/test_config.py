@@ -13,6 +13,7 @@ import pytest
 from sparkcdc.changefeed.config import ReplicaConfig
 from sparkcdc.errors import ConfigError
 from sparkcdc.sink.mysql.config import MysqlSinkConfig
+from tests.fixtures.tls import PemFiles
 
 ERR, REPLICA_ERR = "CDC:ErrMySQLInvalidConfig", "CDC:ErrInvalidReplicaConfig"
 SECRET = "hunter2"
@@ -27,6 +28,15 @@ def cfg(uri: str, toml: dict[str, Any] | None = None) -> MysqlSinkConfig:
 
 def mc(table: dict[str, Any], **sink: Any) -> dict[str, Any]:
     return {"sink": {"mysql-config": table, **sink}}
+
+
+@pytest.fixture
+def tls_files_unchecked(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str, str]]:
+    """For the tests of how the settings merge: their TLS paths name no real files, so the loading of the files
+    (``tls_files``, tested with real ones in ``test_tls_files``) is recorded instead of done."""
+    seen: list[tuple[str, str, str]] = []
+    monkeypatch.setattr("sparkcdc.sink.mysql.config.check_tls_files", lambda *files: seen.append(files))
+    return seen
 
 
 def refused(uri: str, toml: dict[str, Any] | None = None) -> ConfigError:
@@ -54,6 +64,7 @@ def test_defaults() -> None:
     assert cfg(H, {}) == c == cfg(H, None)
 
 
+@pytest.mark.usefixtures("tls_files_unchecked")
 def test_every_uri_parameter() -> None:
     c = cfg(
         H + "?worker-count=8&max-txn-row=100&max-multi-update-row=10&max-multi-update-row-size=0"
@@ -110,6 +121,7 @@ TOML_ALL: dict[str, Any] = {
 }
 
 
+@pytest.mark.usefixtures("tls_files_unchecked")
 def test_mysql_config_table_is_used() -> None:
     c = cfg(H, mc(TOML_ALL, **{"safe-mode": True}))
     assert (c.workers, c.max_txn_row, c.max_multi_update_row, c.max_multi_update_row_size) == (4, 64, 8, 2048)
@@ -120,6 +132,7 @@ def test_mysql_config_table_is_used() -> None:
                                ("ssl-key", "/toml-key.pem"), ("time-zone", "UTC"))  # fmt: skip
 
 
+@pytest.mark.usefixtures("tls_files_unchecked")
 def test_uri_beats_toml() -> None:
     c = cfg(
         H + "?worker-count=2&max-txn-row=3&max-multi-update-row=5&max-multi-update-row-size=7&tidb-txn-mode=optimistic"
@@ -135,6 +148,7 @@ def test_uri_beats_toml() -> None:
                                      "ssl-key": "/u-key", "time-zone": "+08:00"}  # fmt: skip
 
 
+@pytest.mark.usefixtures("tls_files_unchecked")
 def test_a_uri_ssl_ca_completes_toml_cert_and_key() -> None:
     c = cfg(H + "?ssl-ca=/u-ca", mc({"ssl-cert": "/c", "ssl-key": "/k"}))
     assert c.target._ssl() == {"ca": "/u-ca", "cert": "/c", "key": "/k"}
@@ -250,7 +264,35 @@ REFUSED: list[tuple[str, dict[str, Any] | None, str, str]] = [
     (H, {"enable-sync-point": "yes"}, REPLICA_ERR, "enable-sync-point"),
     (H, {"sync-point-interval": "often"}, REPLICA_ERR, "sync-point-interval"),
     (H, {"bogus-top": 1}, REPLICA_ERR, "bogus-top"),
+    # a time zone the write sessions could not take, and TLS files that cannot be loaded (issue 26)
+    (H + "?time-zone=Mars/Base", None, ERR, "invalid time-zone 'Mars/Base' in sink URI: unknown time zone"),
+    (H + "?time-zone=%2B25:00", None, ERR, "invalid time-zone '+25:00' in sink URI: the offset is out of range"),
+    (H + "?time-zone=%2B14:01", None, ERR, "the offset is out of range; use one from -13:59 to +14:00"),
+    (H + "?time-zone=-14:00", None, ERR, "the offset is out of range"),
+    (H + "?time-zone=%2B08:60", None, ERR, "the offset is out of range"),
+    (H + "?time-zone=08:00", None, ERR, "unknown time zone"),
+    (H, mc({"time-zone": "../etc/passwd"}), ERR, "invalid time-zone '../etc/passwd' in [sink.mysql-config]"),
+    (H + "?ssl-ca=/nonexistent/ca.pem", None, ERR, "invalid ssl-ca '/nonexistent/ca.pem' in sink URI: no such file"),
+    (H + "?ssl-ca=/tmp", None, ERR, "invalid ssl-ca '/tmp' in sink URI: it is a directory"),
+    (H, mc({"ssl-ca": "/nonexistent"}), ERR, "invalid ssl-ca '/nonexistent' in [sink.mysql-config]: no such file"),
+    (H, mc({"worker-count": "8"}), ERR, "invalid worker-count '8' in [sink.mysql-config]: must be an integer; write"),
+    (H, mc({"enable-batch-dml": "true"}), ERR, "invalid enable-batch-dml 'true' in [sink.mysql-config]: use true or"),
 ]
+
+
+@pytest.mark.parametrize("zone", ["+08:00", "-13:59", "+14:00", "-0:30", "UTC", "utc", "Z", "", "SYSTEM", "local",
+                                  "Asia/Shanghai", "Etc/GMT-14"])  # fmt: skip
+def test_time_zones_a_session_can_take(zone: str) -> None:
+    assert cfg(H, mc({"time-zone": zone})).time_zone == zone
+
+
+def test_tls_files_are_loaded_and_named_with_where_they_came_from(pem: PemFiles) -> None:
+    ok = cfg(H + f"?ssl-ca={pem.ca}", mc({"ssl-cert": pem.cert, "ssl-key": pem.key}))
+    assert ok.target._ssl() == {"ca": pem.ca, "cert": pem.cert, "key": pem.key}
+    e = refused(H + f"?ssl-ca={pem.ca}&ssl-key={pem.not_pem}", mc({"ssl-cert": pem.cert}))
+    assert e.message.startswith("invalid ssl-cert ") and "in [sink.mysql-config]: the certificate and key" in e.message
+    e = refused(H + f"?ssl-ca={pem.not_pem}")
+    assert e.message == f"invalid ssl-ca '{pem.not_pem}' in sink URI: the file holds no PEM certificate"
 
 
 @pytest.mark.parametrize(("uri", "toml", "code", "text"), REFUSED)
@@ -279,10 +321,12 @@ def test_an_unencoded_delimiter_in_the_password_is_named_without_showing_it(uri:
     assert "1234" not in e.message and "root:" not in e.message
 
 
+@pytest.mark.usefixtures("tls_files_unchecked")
 def test_an_at_sign_in_a_query_value_is_not_taken_for_a_password() -> None:
     assert cfg("mysql://h:3306/?ssl-ca=/home/me@corp/ca.pem").target.param("ssl-ca") == "/home/me@corp/ca.pem"
 
 
+@pytest.mark.usefixtures("tls_files_unchecked")
 @pytest.mark.parametrize("password", [SECRET, "p%40ss"])
 def test_the_password_never_appears_in_str_or_repr(password: str) -> None:
     c = cfg(f"mysql+ssl://root:{password}@127.0.0.1:3307/?ssl-ca=/ca.pem&worker-count=8")
@@ -321,6 +365,7 @@ def test_sync_point_bounds_are_the_replica_configs() -> None:
     assert e.value.code == REPLICA_ERR
 
 
+@pytest.mark.usefixtures("tls_files_unchecked")
 def test_ssl_settings_of_the_downstream_connection() -> None:
     assert cfg("mysql://h/").target._ssl() is None
     assert cfg("tidb://h/").target._ssl() is None
@@ -333,6 +378,7 @@ def test_ssl_settings_of_the_downstream_connection() -> None:
     assert cfg("mysql://h/", toml).target._ssl() == files
 
 
+@pytest.mark.usefixtures("tls_files_unchecked")
 def test_config_pickles_and_is_hashable() -> None:
     """It travels to executors, and each worker process keys its apply engine by it."""
     c = cfg(H + "?worker-count=3&ssl-ca=/ca.pem", mc({"max-txn-row": 10}))
