@@ -72,8 +72,12 @@ class APIClient:
         self.close()
 
     def _call(self, method: str, path: str, *, body: Any = None, params: dict[str, str] | None = None) -> Any:
+        # ASCII JSON with \u escapes, as json.dumps writes it: an argument that is no UTF-8 (decoded to a lone
+        # surrogate) still goes out, and the server names it, instead of the encoding failing here
+        content = None if body is None else json.dumps(body)
+        headers = None if body is None else {"content-type": "application/json"}
         try:
-            resp = self._http.request(method, path, json=body, params=params)
+            resp = self._http.request(method, path, content=content, headers=headers, params=params)
         except httpx.HTTPError as e:
             raise SparkcdcError(
                 f"cannot reach the cdc server at {self.server}: {e}; check --server and that `cdc server` runs",

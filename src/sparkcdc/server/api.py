@@ -9,13 +9,14 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import HTMLResponse, JSONResponse, Response
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, model_validator
+from pydantic_core import PydanticCustomError
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from sparkcdc import __version__
@@ -75,7 +76,10 @@ async def forward(request: Request, address: str, capture_id: str) -> Response:
 
 
 class ChangefeedConfigBody(BaseModel):
-    """Body of create/update (TiCDC's ``ChangefeedConfig``; PD/TLS fields are accepted and ignored)."""
+    """Body of create/update (TiCDC's ``ChangefeedConfig``; PD/TLS fields are accepted and ignored).
+
+    JSON may carry a lone UTF-16 surrogate (``"\\ud800"``), which is no Unicode text: stored, it could never be
+    shown back (every answer naming it would fail to encode). It is refused here, naming the field."""
 
     model_config = ConfigDict(extra="ignore")
     namespace: str = ""
@@ -85,6 +89,33 @@ class ChangefeedConfigBody(BaseModel):
     sink_uri: str = ""
     replica_config: dict[str, Any] | None = None
 
+    @model_validator(mode="before")
+    @classmethod
+    def _unicode_only(cls, data: Any) -> Any:
+        where = _surrogate_at(data, "")
+        if where is not None:
+            raise PydanticCustomError("unicode", "{field} holds a lone UTF-16 surrogate, which is not Unicode text; "
+                                      "send valid UTF-8", {"field": where or "the body"})  # fmt: skip
+        return data
+
+
+def _surrogate_at(value: Any, path: str) -> str | None:
+    """The path of the first string (or key) in ``value`` with a lone surrogate, or None."""
+    if isinstance(value, str):
+        return path if any("\ud800" <= c <= "\udfff" for c in value) else None
+    if isinstance(value, dict):
+        for key, item in value.items():
+            found = _surrogate_at(key, path) if isinstance(key, str) else None
+            found = found if found is not None else _surrogate_at(item, f"{path}.{key}" if path else str(key))
+            if found is not None:
+                return found
+    if isinstance(value, list):
+        for i, item in enumerate(value):
+            found = _surrogate_at(item, f"{path}[{i}]")
+            if found is not None:
+                return found
+    return None
+
 
 class ResumeBody(BaseModel):
     model_config = ConfigDict(extra="ignore")
@@ -92,7 +123,18 @@ class ResumeBody(BaseModel):
 
 
 def error_body(code: str, message: str) -> dict[str, str]:
-    return {"error_msg": f"[{code}]{message}", "error_code": code}
+    # an error may quote what the user sent: never let a lone surrogate in it make the answer itself fail
+    text = message.encode("utf-8", "backslashreplace").decode("utf-8")
+    return {"error_msg": f"[{code}]{text}", "error_code": code}
+
+
+def _invalid_parameter(errors: Sequence[Any]) -> JSONResponse:
+    parts = []
+    for e in errors:
+        where = ".".join(str(x) for x in e.get("loc", ()) if x != "body")
+        parts.append(f"{where}: {e.get('msg', 'invalid')}" if where else str(e.get("msg", "invalid")))
+    return JSONResponse(error_body(ERR_API_INVALID_PARAM, "invalid api parameter: " + "; ".join(parts)),
+                        status_code=400)  # fmt: skip
 
 
 def _status_for(err: SparkcdcError) -> int:
@@ -127,13 +169,12 @@ def create_app(manager: ChangefeedManager, membership: Membership | None = None,
 
     @app.exception_handler(RequestValidationError)
     def _on_invalid(_: Request, exc: RequestValidationError) -> JSONResponse:
-        parts = []
-        for e in exc.errors():
-            where = ".".join(str(x) for x in e.get("loc", ()) if x != "body")
-            parts.append(f"{where}: {e.get('msg', 'invalid')}" if where else str(e.get("msg", "invalid")))
-        return JSONResponse(
-            error_body(ERR_API_INVALID_PARAM, "invalid api parameter: " + "; ".join(parts)), status_code=400
-        )
+        return _invalid_parameter(exc.errors())
+
+    @app.exception_handler(ValidationError)
+    def _on_model_error(_: Request, exc: ValidationError) -> JSONResponse:
+        # a model built from user input inside a handler: the same 400 as a malformed request body
+        return _invalid_parameter(exc.errors())
 
     @app.exception_handler(StarletteHTTPException)
     def _on_http(_: Request, exc: StarletteHTTPException) -> JSONResponse:
