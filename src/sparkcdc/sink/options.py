@@ -83,12 +83,10 @@ def as_bool(setting: Setting | None, default: bool, code: str = ERR_KAFKA_CONFIG
     value = setting.value
     if isinstance(value, bool):
         return value
-    if isinstance(value, str) and setting.from_uri:
-        if value in _TRUE:
-            return True
-        if value in _FALSE:
-            return False
-    raise setting.fail("use true or false" + _unquote_hint(setting), code)
+    word = isinstance(value, str) and (value in _TRUE or value in _FALSE)
+    if word and setting.from_uri:
+        return value in _TRUE
+    raise setting.fail("use true or false" + _unquote_hint(word), code)
 
 
 def as_int(
@@ -102,22 +100,24 @@ def as_int(
         return default
     value = setting.value
     number: int | None = None
+    decimal = False
     if isinstance(value, int) and not isinstance(value, bool):
         number = value
-    elif isinstance(value, str) and setting.from_uri:
+    elif isinstance(value, str):
         digits = value[1:] if value[:1] in "+-" else value
-        if digits.isascii() and digits.isdigit():
+        decimal = digits.isascii() and digits.isdigit()
+        if decimal and setting.from_uri:
             number = int(value)
     if number is None:
-        raise setting.fail("must be an integer" + _unquote_hint(setting), code)
+        raise setting.fail("must be an integer" + _unquote_hint(decimal), code)
     if not bounds[0] <= number <= bounds[1]:
         raise setting.fail(f"out of range [{bounds[0]}, {bounds[1]}]", code)
     return number
 
 
-def _unquote_hint(setting: Setting) -> str:
+def _unquote_hint(quoted_value: bool) -> str:
     """For a TOML string holding what belongs there unquoted (``partition-num = '3'``)."""
-    return "; write it without quotes" if isinstance(setting.value, str) and not setting.from_uri else ""
+    return "; write it without quotes" if quoted_value else ""
 
 
 def as_str(setting: Setting | None, default: str, code: str = ERR_KAFKA_CONFIG) -> str:
