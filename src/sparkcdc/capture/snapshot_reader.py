@@ -11,6 +11,13 @@ engine makes a transaction visible, so a transaction already in the relay log co
 started a moment later) and reads again after a short wait if it is; it returns the position, from which the
 stream leaves out exactly what the chunk holds (``sparkcdc.pipeline.snapshot_handover``). Other servers do not
 say where their snapshot is: changes after the low watermark are then streamed even when the read saw them.
+
+The copy carries the columns the table had at start-ts, but a DDL may have changed the table since. The read
+first opens the table (its metadata lock then holds every DDL on it off until the read ends) and asks for its
+definition now, which is the one its rows are read under: each start-ts column is read as the column is now
+(``snapshot_values.read_as``), so its values are exact, and a column that is gone or now holds another kind of
+value fails the changefeed with ``CDC:ErrSnapshotTableChanged``. A DDL committed after the snapshot began but
+before the table was opened makes InnoDB refuse the read (1412: table definition changed): it starts again.
 """
 
 from __future__ import annotations
@@ -21,10 +28,11 @@ from collections.abc import Generator
 from datetime import tzinfo
 from typing import Any
 
+from sparkcdc.capture.ddl import parse_create_table
 from sparkcdc.capture.position import file_seq
 from sparkcdc.capture.snapshot_plan import Chunk
-from sparkcdc.capture.snapshot_values import connection_options, row_converter, select_list
-from sparkcdc.errors import UpstreamError, with_code
+from sparkcdc.capture.snapshot_values import connection_options, read_as, row_converter, select_list
+from sparkcdc.errors import CorruptDataError, SparkcdcError, UpstreamError, with_code
 from sparkcdc.model.events import RowChange, RowOp
 from sparkcdc.model.table import TableInfo
 
@@ -35,6 +43,8 @@ _SNAPSHOT_TRIES = 200
 _FETCH_ROWS = 2000
 TABLE_CHANGED = "CDC:ErrSnapshotTableChanged"  # ours: TiCDC has no snapshot
 _CHANGED_TABLE = (1054, 1146)  # ER_BAD_FIELD_ERROR, ER_NO_SUCH_TABLE: a column or the table is gone (DDL)
+_DEF_CHANGED = 1412  # ER_TABLE_DEF_CHANGED: a DDL rebuilt the table after the snapshot began
+_DEF_CHANGED_TRIES = 20
 
 
 def read_chunk(
@@ -53,9 +63,7 @@ def read_chunk(
     """
     import pymysql  # type: ignore[import-untyped]
 
-    convert = row_converter(table, tz)
     where, params = chunk.where()
-    sql = f"SELECT {select_list(table)} FROM {chunk.from_clause()}{where}{chunk.order_by()}"
     try:
         conn = pymysql.connect(**{**connect, **connection_options()})
     except pymysql.MySQLError as e:
@@ -63,23 +71,58 @@ def read_chunk(
                             retryable=True) from e  # fmt: skip
     try:
         with conn.cursor(pymysql.cursors.SSCursor) as cur:
-            at = _begin(cur, chunk, not_before)
-            cur.execute(sql % tuple(conn.escape(p) for p in params) if params else sql)
-            while rows := cur.fetchmany(_FETCH_ROWS):
+            for attempt in range(_DEF_CHANGED_TRIES):
+                at = _begin(cur, chunk, not_before)
+                now = _read_as(cur, chunk, table)
+                sql = f"SELECT {select_list(now)} FROM {chunk.from_clause()}{where}{chunk.order_by()}"
+                try:
+                    cur.execute(sql % tuple(conn.escape(p) for p in params) if params else sql)
+                    rows = cur.fetchmany(_FETCH_ROWS)  # InnoDB refuses the read at its first row
+                    break
+                except pymysql.MySQLError as e:
+                    if not e.args or e.args[0] != _DEF_CHANGED or attempt == _DEF_CHANGED_TRIES - 1:
+                        raise
+                    cur.execute("ROLLBACK")
+            convert = row_converter(now, tz)
+            while rows:
                 for row in rows:
                     yield RowChange(commit_ts, table, RowOp.INSERT, None, convert(row), chunk.physical_table_id)
+                rows = cur.fetchmany(_FETCH_ROWS)
         conn.commit()
         return at
     except pymysql.MySQLError as e:
         if e.args and e.args[0] in _CHANGED_TABLE:
-            changed = UpstreamError(
-                f"snapshot of {chunk.table_name}: the table changed while it was being copied ({e.args[1]}); a "
-                "DDL other than ADD COLUMN on a table during its copy is not supported. Remove and re-create the "
-                "changefeed to copy the tables as they are now", code=TABLE_CHANGED, retryable=False)
-            raise with_code(changed) from e
+            raise _changed(chunk, str(e.args[1])) from e
         raise UpstreamError(f"snapshot of {chunk.table_name} (chunk {chunk.index}): {e}", retryable=True) from e
     finally:
         conn.close()
+
+
+def _changed(chunk: Chunk, what: str) -> SparkcdcError:
+    return with_code(UpstreamError(
+        f"snapshot of {chunk.table_name}: the table changed while it was being copied ({what}), and the copy "
+        "cannot carry that in the columns the table had at start-ts. Remove and re-create the changefeed to copy "
+        "the tables as they are now", code=TABLE_CHANGED, retryable=False))
+
+
+def _read_as(cur: Any, chunk: Chunk, table: TableInfo) -> TableInfo:
+    """``table`` (the columns at start-ts) as the rows are read now: the table is opened first, so that its
+    metadata lock holds DDL off until the read ends, then its definition is read (``snapshot_values.read_as``).
+    Raises UpstreamError (CDC:ErrSnapshotTableChanged) when a column cannot be carried."""
+    cur.execute(f"SELECT 1 FROM {chunk.from_clause()} LIMIT 0")
+    cur.fetchall()
+    cur.execute(f"SHOW CREATE TABLE {chunk.from_clause()}")
+    ddl = _text(cur.fetchall()[0][1])
+    try:
+        now = parse_create_table(ddl, chunk.schema, table.table_id, table.version, table.charset)
+    except CorruptDataError as e:  # the start-ts definition came from the binlog's table map: keep it
+        log.warning("snapshot of %s: its definition cannot be compared with start-ts (%s); read as at start-ts",
+                    chunk.table_name, e)  # fmt: skip
+        return table
+    try:
+        return read_as(table, now)
+    except ValueError as e:
+        raise _changed(chunk, str(e)) from e
 
 
 def _begin(cur: Any, chunk: Chunk, not_before: tuple[str, int] | None) -> tuple[str, int] | None:

@@ -25,11 +25,16 @@ The text protocol gives the server's rendering of each value, which is not alway
 Generated columns are read as they are: MariaDB's FULL row image carries virtual columns' computed values
 too, so the decoder has them. VECTOR is not supported: the MariaDB these tests run (10.11) has no VECTOR
 type to verify against.
+
+A copy carries the columns a table had at start-ts. When a DDL changed a column since, its values are read as
+the column is now (``read_as``: another charset, length or fsp reads exactly), as long as they are still the
+same kind of value the start-ts column holds; otherwise the copy cannot carry them.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import replace
 from datetime import UTC, tzinfo
 from decimal import Decimal
 from typing import Any
@@ -167,3 +172,39 @@ def row_converter(table: TableInfo, tz: tzinfo) -> Converter:
     exec(src, names)
     convert: Converter = names["convert"]
     return convert
+
+
+def _kind(col: ColumnInfo) -> str:
+    """The kind of value a column holds, as the model and the sinks' encoders see it: a column keeps its kind
+    when a DDL changes only its length, precision, fsp, signedness or charset."""
+    typ = col.type
+    if typ in INTEGER_TYPES:
+        return "integer"
+    if typ in ("float", "double"):
+        return "float"
+    if typ in TEXT_TYPES or typ == "json":
+        return "text"
+    if typ in BLOB_TYPES:
+        return "bytes"
+    return typ
+
+
+def read_as(start: TableInfo, now: TableInfo) -> TableInfo:
+    """``start`` (the table at start-ts, whose columns a copy carries) with each column as ``now`` defines it,
+    for ``select_list`` and ``row_converter``: the values read are exactly those the upstream holds now.
+
+    Raises ValueError naming a column whose values the start-ts column cannot carry: it is gone, holds another
+    kind of value (INT to VARCHAR, DATE to DATETIME, text to binary), or is an ENUM/SET whose start-ts members are
+    not its first members any more (the values are read as member numbers)."""
+    columns = []
+    for col in start.columns:
+        try:
+            cur = now.column(col.name)
+        except KeyError:
+            raise ValueError(f"column {col.name!r} is gone") from None
+        if _kind(cur) != _kind(col):
+            raise ValueError(f"column {col.name!r} changed from {col.type.upper()} to {cur.type.upper()}")
+        if col.type in ("enum", "set") and cur.elements[: len(col.elements)] != col.elements:
+            raise ValueError(f"the members of {col.type.upper()} column {col.name!r} changed")
+        columns.append(cur)
+    return replace(start, columns=tuple(columns))

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+from dataclasses import replace
 from datetime import UTC
 from decimal import Decimal
 from zoneinfo import ZoneInfo
 
 import pytest
 
-from sparkcdc.capture.snapshot_values import connection_options, row_converter, select_list
+from sparkcdc.capture.snapshot_values import connection_options, read_as, row_converter, select_list
 from sparkcdc.capture.values import read_timestamp2
 from sparkcdc.errors import ConfigError
 from sparkcdc.model.table import ColumnInfo, TableInfo
@@ -94,3 +95,45 @@ def test_connection_options_ask_for_raw_unconverted_bytes() -> None:
     assert opts["use_unicode"] is False and opts["sql_mode"] == ""
     assert not any(isinstance(k, int) for k in opts["conv"])  # no decoders: every value stays bytes
     assert "character_set_results = binary" in opts["init_command"]
+
+
+def _altered(**columns: ColumnInfo) -> TableInfo:
+    """TABLE with the named columns replaced, as a DDL since start-ts left it (plus a column ADDed)."""
+    cols = (*(columns.get(c.name, c) for c in TABLE.columns), ColumnInfo("region", "varchar", length=8))
+    return replace(TABLE, columns=cols)
+
+
+def test_a_copy_reads_each_start_ts_column_as_it_is_now_while_it_holds_the_same_kind_of_value() -> None:
+    now = _altered(**{"l1": ColumnInfo("l1", "varchar", charset="utf8mb4", length=64),  # CONVERT, widened
+                      "ts": ColumnInfo("ts", "timestamp", decimal=6), "d": ColumnInfo("d", "float"),
+                      "m": ColumnInfo("m", "decimal", length=12, decimal=4), "id": ColumnInfo("id", "int"),
+                      "e": ColumnInfo("e", "enum", elements=("a", "b", "c")),
+                      "u": ColumnInfo("u", "varchar")})  # fmt: skip
+    got = read_as(TABLE, now)
+    assert [c.name for c in got.columns] == [c.name for c in TABLE.columns]  # the added column is not copied
+    assert got.column("l1").charset == "utf8mb4" and got.column("ts").fsp == 6  # read exactly as it is now
+    assert select_list(got).split(", ")[2] == "CAST(`d` AS DOUBLE)"  # a DOUBLE made FLOAT reads as a FLOAT
+    raw = row_converter(got, UTC)([b"1", b"1.5", b"2.5", b"1.2345", b"99", b"1", b"3", b"1", b"0.000001",
+                                   b"2020-01-01 00:00:00.00", "\u00e9".encode(), b"u", b"{}", b"ab", b"g"])  # fmt: skip
+    assert raw[10] == "\u00e9" and raw[3] == Decimal("1.2345") and raw[6] == 3
+    assert read_as(TABLE, TABLE) == TABLE
+
+
+@pytest.mark.parametrize(
+    ("column", "words"),
+    [
+        (ColumnInfo("m", "varchar"), "column 'm' changed from DECIMAL to VARCHAR"),
+        (ColumnInfo("dt", "date"), "column 'dt' changed from DATETIME to DATE"),
+        (ColumnInfo("ts", "datetime"), "column 'ts' changed from TIMESTAMP to DATETIME"),
+        (ColumnInfo("u", "blob"), "column 'u' changed from TEXT to BLOB"),
+        (ColumnInfo("e", "enum", elements=("b", "a")), "the members of ENUM column 'e' changed"),
+        (ColumnInfo("s", "set", elements=("x",)), "the members of SET column 's' changed"),
+        (ColumnInfo("y", "int"), "column 'y' changed from YEAR to INT"),
+    ],
+)
+def test_a_column_that_holds_another_kind_of_value_now_cannot_be_copied(column: ColumnInfo, words: str) -> None:
+    with pytest.raises(ValueError, match=words):
+        read_as(TABLE, _altered(**{column.name: column}))
+    gone = replace(TABLE, columns=tuple(c for c in TABLE.columns if c.name != "b"))
+    with pytest.raises(ValueError, match="column 'b' is gone"):
+        read_as(TABLE, gone)
