@@ -167,6 +167,13 @@ class SchemaHistory:
             return None
         return self.versions[key][i][1]
 
+    def versions_between(self, schema: str, table: str, after: int, upto: int) -> list[tuple[int, TableInfo | None]]:
+        """The versions DDL gave the table with commit-ts in ``(after, upto]``, in commit order (None: the name
+        was dropped or renamed away then)."""
+        key = (schema, table)
+        tss = self._ts.get(key, [])
+        return self.versions[key][bisect.bisect_right(tss, after) : bisect.bisect_right(tss, upto)] if tss else []
+
     def ddl_events_at(self, commit_ts: int) -> list[DDLEvent]:
         return list(self.ddls.get(commit_ts, ()))
 

@@ -21,10 +21,19 @@ goes, the new one comes), each decided by its own key: the half the copy holds i
 with one half is sent as that DELETE or INSERT.
 
 Keys are compared as 64-bit hashes of their values (the reader produces exactly the decoder's values), after
-folding what the key's collation treats as equal: trailing spaces (PAD SPACE collations), case (``_ci``) and
-accents (``_ci`` without ``_as``). Chunks without a position (servers other than MariaDB) record no keys: their
-changes after the low watermark are all sent, which repeats changes the copy already holds (harmless with a key
-downstream: upserts and deletes by key).
+folding what the key's collation at start-ts treats as equal: trailing spaces (PAD SPACE collations), case
+(``_ci``) and accents (``_ci`` without ``_as``). Chunks without a position (servers other than MariaDB) record no
+keys: their changes after the low watermark are all sent, which repeats changes the copy already holds (harmless
+with a key downstream: upserts and deletes by key).
+
+A DDL between start-ts and a chunk's read (``changed``: the first one that changed the table's columns or rows)
+breaks "the copy holds it": the copy carries the columns of start-ts, so it cannot hold what the DDL changed (a
+new column's values, a column's new type, the rows a TRUNCATE removed), while the downstream applies the DDL
+after the copy. So every change after it that the copy would hold is sent again, which a primary key downstream
+makes harmless (upserts and deletes by key: a re-sent change ends where the copy plus the DDL would have, and
+later ones continue from there). A table without a primary key would apply it twice: its changefeed fails
+instead (``CDC:ErrSnapshotTableChanged``), as it does when the table was dropped, renamed or replaced while it
+was being copied.
 """
 
 from __future__ import annotations
@@ -37,16 +46,21 @@ from typing import Any
 
 import numpy as np
 
+from sparkcdc.capture.schema_history import SchemaHistory
+from sparkcdc.capture.snapshot_reader import TABLE_CHANGED
+from sparkcdc.errors import UpstreamError, with_code
+from sparkcdc.model.ddl_action import DDLAction
 from sparkcdc.model.events import Row, RowChange, RowOp
-from sparkcdc.model.table import ColumnInfo, TableInfo
+from sparkcdc.model.table import TableInfo
 
 Hasher = Callable[[Row], int]
 _KEY_DTYPE = np.dtype("<u8")
+NEVER = 2**63 - 1  # a commit-ts no change reaches
 
 
-def _fold(column: ColumnInfo) -> Callable[[Any], Any] | None:
-    """What makes two values of ``column`` equal keys under its collation, for strings; None: bytes-exact."""
-    collation = column.effective_collation.lower()
+def _fold(collation: str) -> Callable[[Any], Any] | None:
+    """What makes two string values equal keys under ``collation``; None: bytes-exact."""
+    collation = collation.lower()
     if collation == "binary":
         return None
     pad = "nopad" not in collation
@@ -67,10 +81,16 @@ def _fold(column: ColumnInfo) -> Callable[[Any], Any] | None:
     return fold
 
 
-def key_hasher(table: TableInfo, key: Sequence[str]) -> Hasher:
-    """The hash of the ``key`` columns' values of a row of ``table``. Raises KeyError when a column is gone."""
+def key_collations(table: TableInfo, key: Sequence[str]) -> tuple[str, ...]:
+    """The collations the ``key`` columns of ``table`` compare under. Raises KeyError when a column is gone."""
+    return tuple(table.column(name).effective_collation for name in key)
+
+
+def key_hasher(table: TableInfo, key: Sequence[str], collations: Sequence[str] = ()) -> Hasher:
+    """The hash of the ``key`` columns' values of a row of ``table``, folded as ``collations`` compare (default:
+    the columns' own). Raises KeyError when a column is gone."""
     positions = [table.column_position(name) for name in key]
-    folds = [_fold(table.columns[p]) for p in positions]
+    folds = [_fold(c) for c in (collations or key_collations(table, key))]
 
     def hash_of(row: Row) -> int:
         values = tuple(v if f is None else f(v) for v, f in zip((row[p] for p in positions), folds, strict=True))
@@ -92,17 +112,22 @@ def unpack_keys(data: bytes) -> np.ndarray:
 @dataclass(frozen=True)
 class TableHandover:
     """What the stream leaves out of one copied table. ``chunks``: (keys file, until) of the chunks that know
-    where they read; the keys are loaded where the filter runs (executors), once per process."""
+    where they read; the keys are loaded where the filter runs (executors), once per process. ``changed``: the
+    commit-ts of the first DDL before a read that changed what the copy reads (``NEVER``: none did);
+    ``collations``: those of the key columns at start-ts, which the chunks hashed their keys under."""
 
     key: tuple[str, ...]
     low: int
     high: int
     chunks: tuple[tuple[str, int], ...]
+    changed: int = NEVER
+    collations: tuple[str, ...] = ()
     _lookup: tuple[np.ndarray, np.ndarray] | None = field(default=None, init=False, repr=False, compare=False)
     _hashers: dict[int, Hasher | None] = field(default_factory=dict, init=False, repr=False, compare=False)
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"key": self.key, "low": self.low, "high": self.high, "chunks": self.chunks}
+        return {"key": self.key, "low": self.low, "high": self.high, "chunks": self.chunks, "changed": self.changed,
+                "collations": self.collations}  # fmt: skip
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         for k, v in state.items():
@@ -111,12 +136,26 @@ class TableHandover:
         object.__setattr__(self, "_hashers", {})
 
     def keep(self, ev: RowChange) -> RowChange | None:
-        """``ev`` as it goes to the sink: whole, one half of a key-changing UPDATE, or None (the copy holds it)."""
+        """``ev`` as it goes to the sink: whole, one half of a key-changing UPDATE, or None (the copy holds it).
+        Raises UpstreamError (CDC:ErrSnapshotTableChanged) for a change after ``changed`` that the copy would hold,
+        of a table without a primary key: sending it again would apply it twice."""
         t = ev.commit_ts
-        if t <= self.low:
-            return None
         if t > self.high:
             return ev
+        out = None if t <= self.low else self._decide(ev)
+        if out is ev or t <= self.changed:
+            return out
+        if ev.table.primary_key_names:  # the copy cannot hold what the DDL changed: send it again
+            return ev
+        raise with_code(UpstreamError(
+            f"snapshot of {ev.table.qualified_name}: a DDL at ts={self.changed} changed the table while it was being "
+            f"copied, and the change at ts={t} after it is in the copy with the columns of start-ts; sending it again "
+            "would apply it twice downstream, as the table has no primary key. Remove and re-create the changefeed "
+            "to copy the table as it is now", code=TABLE_CHANGED, retryable=False))  # fmt: skip
+
+    def _decide(self, ev: RowChange) -> RowChange | None:
+        """``keep`` for a change between the low watermark and the last read: by the chunk that read its key."""
+        t = ev.commit_ts
         hash_of = self._hasher(ev.table)
         if hash_of is None:  # a key column is gone (DDL): nothing to compare, send it
             return ev
@@ -143,7 +182,7 @@ class TableHandover:
         got = self._hashers.get(table.version, False)
         if got is False:
             try:
-                got = key_hasher(table, self.key)
+                got = key_hasher(table, self.key, self.collations)
             except KeyError:
                 got = None
             self._hashers[table.version] = got
@@ -182,3 +221,38 @@ def _load_lookup(chunks: tuple[tuple[str, int], ...]) -> tuple[np.ndarray, np.nd
             del _LOADED[next(iter(_LOADED))]
         _LOADED[chunks] = got
     return got
+
+
+def changed_during_copy(history: SchemaHistory, table: TableInfo, start_ts: int, last_read: int) -> int:
+    """The commit-ts of the first DDL after ``start_ts`` and up to ``last_read`` (the table's last read) that
+    changed what the copy of ``table`` (as it was at ``start_ts``) reads: its columns (not only defaults, keys or
+    comments), or its rows (TRUNCATE). ``NEVER`` when none did.
+
+    Raises UpstreamError (CDC:ErrSnapshotTableChanged) when the table was dropped, renamed or replaced by another
+    in that span: a later read copied another table under its name, or the downstream's RENAME takes the rows
+    copied after it along."""
+    first = NEVER
+    before = table
+    for ts, now in history.versions_between(table.schema, table.table, start_ts, last_read):
+        replaced = now is not None and now.table_id != before.table_id
+        if now is None or (replaced and not _truncated(history, table, ts)):
+            raise with_code(UpstreamError(
+                f"snapshot of {table.qualified_name}: the table was dropped, renamed or replaced at ts={ts} while it "
+                "was being copied. Remove and re-create the changefeed to copy the tables as they are now",
+                code=TABLE_CHANGED, retryable=False))  # fmt: skip
+        if first == NEVER and (replaced or _row_shape(now) != _row_shape(before)):
+            first = ts
+        before = now
+    return first
+
+
+def _truncated(history: SchemaHistory, table: TableInfo, ts: int) -> bool:
+    return any(ev.action is DDLAction.TRUNCATE_TABLE and (ev.schema, ev.table) == (table.schema, table.table)
+               for ev in history.ddl_events_at(ts))  # fmt: skip
+
+
+def _row_shape(table: TableInfo) -> tuple[Any, ...]:
+    """What of a table decides the values its rows hold: each column's name, type, attributes and charset, but
+    not its default, key flags or comment (a DDL changing only those changes no stored value)."""
+    return tuple((c.name.lower(), c.type, c.unsigned, c.zerofill, c.nullable, c.generated, c.charset, c.collation,
+                  c.length, c.decimal, c.elements) for c in table.columns)  # fmt: skip

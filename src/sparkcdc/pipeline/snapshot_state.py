@@ -184,8 +184,12 @@ def read_chunk_keys(path: str | Path) -> Any:
 def streamed_handover(spec: Any, after_ts: int, db: sqlite3.Connection) -> dict[tuple[str, str], Any]:
     """What the streamed batch after ``after_ts`` of ``spec``'s run leaves out, per copied table still in its
     hand-over (``snapshot_handover.TableHandover``); ``db``: the relay log's index, which maps each chunk's binlog
-    position to a commit-ts. Empty once every table is past it (then marked done, and the keys removed)."""
-    from sparkcdc.pipeline.snapshot_handover import TableHandover
+    position to a commit-ts. Empty once every table is past it (then marked done, and the keys removed).
+
+    Raises UpstreamError (CDC:ErrSnapshotTableChanged) when a copied table was dropped, renamed or replaced before
+    its last read (``snapshot_handover.changed_during_copy``)."""
+    from sparkcdc.capture.schema_history import SchemaHistory
+    from sparkcdc.pipeline.snapshot_handover import TableHandover, changed_during_copy, key_collations
 
     done_path = Path(spec.state_dir) / _HANDOVER_DONE
     progress = read_progress(spec.snapshot_progress_path)
@@ -196,6 +200,7 @@ def streamed_handover(spec: Any, after_ts: int, db: sqlite3.Connection) -> dict[
         return {}
     out: dict[tuple[str, str], Any] = {}
     resolved = True
+    history: SchemaHistory | None = None
     by_table: dict[str, list[Chunk]] = {}
     for c in plan.chunks:
         by_table.setdefault(c.table_name, []).append(c)
@@ -219,7 +224,11 @@ def streamed_handover(spec: Any, after_ts: int, db: sqlite3.Connection) -> dict[
         high = max([low] + [u for _, u in reads])
         if high > after_ts:
             key = table_chunks[0].key if table_chunks else ()
-            out[(info.schema, info.table)] = TableHandover(key, low, high, tuple(reads))
+            if history is None:  # the index's schema history holds every DDL of the transactions it holds
+                history = SchemaHistory.from_connection(db)
+            changed = changed_during_copy(history, info, plan.start_ts, high)
+            out[(info.schema, info.table)] = TableHandover(key, low, high, tuple(reads), changed,
+                                                           key_collations(info, key))  # fmt: skip
     if not out and resolved:
         write_atomic(done_path, str(plan.start_ts).encode(), what="the snapshot hand-over mark")
         shutil.rmtree(Path(spec.state_dir) / _KEYS_DIR, ignore_errors=True)

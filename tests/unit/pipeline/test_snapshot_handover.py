@@ -11,12 +11,13 @@ from types import SimpleNamespace
 
 import pytest
 
+from sparkcdc.capture.schema_history import SchemaHistory, SchemaTracker
 from sparkcdc.capture.snapshot_plan import Chunk
-from sparkcdc.errors import StorageError
+from sparkcdc.errors import StorageError, UpstreamError
 from sparkcdc.model.events import RowChange, RowOp
 from sparkcdc.model.table import ColumnInfo, TableInfo
 from sparkcdc.pipeline import snapshot_state
-from sparkcdc.pipeline.snapshot_handover import TableHandover, key_hasher, pack_keys
+from sparkcdc.pipeline.snapshot_handover import NEVER, TableHandover, changed_during_copy, key_hasher, pack_keys
 from sparkcdc.pipeline.snapshot_state import ChunkRead, SnapshotPlan
 
 COLS = (ColumnInfo("id", "int", nullable=False, primary_key=True, handle_key=True), ColumnInfo("v", "varchar"))
@@ -162,3 +163,170 @@ def test_keys_equal_under_the_collation_hash_alike() -> None:
     raw = h(None, "varbinary")
     assert raw((b"a ",)) != raw((b"a",))
     assert h(None, "int")((1,)) != h(None, "int")(("1",))  # values keep their type
+
+
+# -- a DDL between start-ts and a chunk's read ------------------------------------------------------------------
+
+
+class _History:
+    """The relay log's schema history, made as the puller makes it: DDL applied at commit-ts, in ``db``."""
+
+    def __init__(self, db: sqlite3.Connection) -> None:
+        self.db = db
+        self.tracker = SchemaTracker(db)
+        self.ddl("CREATE DATABASE db", 1)
+
+    def ddl(self, query: str, ts: int) -> None:
+        self.tracker.apply_ddl(query, "db", ts)
+        for sql, args in self.tracker.take_pending():
+            self.db.execute(sql, args)
+
+    def table(self, name: str, ts: int) -> TableInfo:
+        info = SchemaHistory.from_connection(self.db).table_info_at("db", name, ts)
+        assert info is not None
+        return info
+
+    def changed(self, name: str, start: int, last_read: int) -> int:
+        return changed_during_copy(SchemaHistory.from_connection(self.db), self.table(name, start), start, last_read)
+
+
+def test_the_first_ddl_before_the_last_read_that_changed_the_columns_or_rows_is_found() -> None:
+    h = _History(sqlite3.connect(":memory:"))
+    h.ddl("CREATE TABLE a (id INT PRIMARY KEY, v VARCHAR(16), n INT)", 10)
+    h.ddl("ALTER TABLE a ADD INDEX (v)", 110)  # keys, defaults and comments change no stored value
+    h.ddl("ALTER TABLE a ALTER COLUMN n SET DEFAULT 5", 115)
+    h.ddl("ALTER TABLE a COMMENT 'orders'", 118)
+    assert h.changed("a", 100, 200) == NEVER
+    h.ddl("ALTER TABLE a ADD COLUMN region VARCHAR(8) DEFAULT 'eu'", 120)
+    h.ddl("ALTER TABLE a MODIFY COLUMN v VARCHAR(64)", 130)
+    assert h.changed("a", 100, 200) == 120
+    assert h.changed("a", 100, 119) == NEVER  # after the last read: the stream sends it all anyway
+    assert h.changed("a", 120, 200) == 130  # a start-ts after the first DDL
+    for i, ddl in enumerate(("ALTER TABLE b MODIFY COLUMN v VARCHAR(16) CHARACTER SET latin1",
+                             "ALTER TABLE b MODIFY n BIGINT", "ALTER TABLE b MODIFY n INT NOT NULL",
+                             "TRUNCATE TABLE b")):  # fmt: skip
+        base = 1000 * (i + 1)
+        h.ddl("CREATE TABLE b (id INT PRIMARY KEY, v VARCHAR(16), n INT)", base)
+        h.ddl(ddl, base + 20)
+        assert h.changed("b", base + 10, base + 30) == base + 20, ddl
+        h.ddl("DROP TABLE b", base + 40)
+
+
+@pytest.mark.parametrize("ddl", ["DROP TABLE c", "RENAME TABLE c TO c_old", "RENAME TABLE c TO c_old, c_new TO c",
+                                 "ALTER TABLE c RENAME TO c_old"])  # fmt: skip
+def test_a_table_dropped_renamed_or_replaced_before_its_last_read_fails_the_changefeed(ddl: str) -> None:
+    h = _History(sqlite3.connect(":memory:"))
+    h.ddl("CREATE TABLE c (id INT PRIMARY KEY, v INT)", 10)
+    h.ddl("CREATE TABLE c_new (id INT PRIMARY KEY, v INT)", 20)
+    h.ddl(ddl, 150)
+    h.ddl("CREATE TABLE IF NOT EXISTS c (id INT PRIMARY KEY, v INT)", 160)  # the same columns, another table
+    with pytest.raises(UpstreamError) as e:
+        h.changed("c", 100, 200)
+    assert e.value.code == "CDC:ErrSnapshotTableChanged" and not e.value.retryable
+    assert e.value.message.startswith("[CDC:ErrSnapshotTableChanged] snapshot of db.c: the table was dropped, "
+                                      "renamed or replaced at ts=150 while it was being copied")  # fmt: skip
+    assert "re-create the changefeed" in e.value.message and "\n" not in e.value.message
+    assert h.changed("c", 100, 149) == NEVER  # after its last read: streamed as any DDL
+
+
+ORDERS = TableInfo("db", "orders", 1, COLS)
+NOPK = TableInfo("db", "nopk", 4, (ColumnInfo("id", "int", nullable=False, unique_key=True, handle_key=True),
+                                   ColumnInfo("v", "varchar")))  # fmt: skip
+
+
+def _change(table: TableInfo, op: RowOp, t: int, old: int | None, new: int | None) -> RowChange:
+    return RowChange(t, table, op, None if old is None else (old, "x"), None if new is None else (new, "x"))
+
+
+def _handover(tmp_path: Path, table: TableInfo, changed: int) -> TableHandover:
+    """``table`` in two chunks: ids 1-2 read at ts 139, id 7 at ts 159; low watermark 110; the DDL at ``changed``."""
+    first, second = tmp_path / "0.keys", tmp_path / "1.keys"
+    first.write_bytes(b"{}\n" + _keys(table, 1, 2))
+    second.write_bytes(b"{}\n" + _keys(table, 7))
+    return TableHandover(("id",), 110, 159, ((str(first), 139), (str(second), 159)), changed)
+
+
+def test_after_a_ddl_the_copy_holds_nothing_exactly_so_a_table_with_a_primary_key_gets_every_change(
+    tmp_path: Path,
+) -> None:
+    a = _handover(tmp_path, ORDERS, 125)
+    ins, upd, dele = (lambda t, i: _change(ORDERS, RowOp.INSERT, t, None, i),
+                      lambda t, i, j: _change(ORDERS, RowOp.UPDATE, t, i, j),
+                      lambda t, i: _change(ORDERS, RowOp.DELETE, t, i, None))  # fmt: skip
+    # up to the DDL, as before: the chunk that read the key holds it
+    assert a.keep(ins(110, 1)) is None and a.keep(upd(120, 1, 1)) is None and a.keep(upd(125, 7, 7)) is None
+    assert a.keep(upd(120, 3, 3)) == upd(120, 3, 3) and a.keep(upd(120, 1, 9)) == ins(120, 9)
+    # after it, what a read holds is sent again, whole: the downstream applies it by key, after the DDL
+    assert a.keep(upd(130, 1, 1)) == upd(130, 1, 1) and a.keep(upd(150, 7, 7)) == upd(150, 7, 7)
+    assert a.keep(dele(130, 2)) == dele(130, 2) and a.keep(ins(150, 7)) == ins(150, 7)
+    assert a.keep(upd(130, 1, 7)) == upd(130, 1, 7)  # key-changing, both halves held: sent as it is
+    assert a.keep(upd(150, 3, 7)) == upd(150, 3, 7)  # one half held
+    assert a.keep(upd(160, 7, 7)) == upd(160, 7, 7)  # after every read, as always
+    # a DDL before the low watermark: even what every read holds is sent after it
+    early = replace(a, changed=105)
+    assert early.keep(ins(106, 1)) == ins(106, 1) and early.keep(ins(105, 1)) is None
+    # a table copied in one read (low = high = that read): the same
+    one = TableHandover(("id",), 149, 149, (), 120)
+    assert one.keep(upd(120, 1, 1)) is None and one.keep(upd(121, 1, 1)) == upd(121, 1, 1)
+    assert replace(a, changed=NEVER).keep(upd(130, 1, 1)) is None
+
+
+def test_a_table_without_a_primary_key_fails_rather_than_apply_a_change_twice(tmp_path: Path) -> None:
+    """Its downstream may have no key (the storage consumer creates tables from schema files, which flag primary
+    keys only): a change the copy holds, sent again, would be applied twice."""
+    u = _handover(tmp_path, NOPK, 125)
+    assert u.keep(_change(NOPK, RowOp.UPDATE, 120, 1, 1)) is None  # before the DDL: left out as before
+    fresh = _change(NOPK, RowOp.INSERT, 130, None, 3)
+    assert u.keep(fresh) == fresh  # after it, but in no read: sent once
+    assert u.keep(_change(NOPK, RowOp.UPDATE, 170, 1, 1)) is not None  # after every read
+    with pytest.raises(UpstreamError) as e:
+        u.keep(_change(NOPK, RowOp.UPDATE, 130, 1, 1))
+    assert e.value.code == "CDC:ErrSnapshotTableChanged" and not e.value.retryable
+    assert e.value.message.startswith("[CDC:ErrSnapshotTableChanged] snapshot of db.nopk: a DDL at ts=125 changed "
+                                      "the table while it was being copied, and the change at ts=130")  # fmt: skip
+    assert "no primary key" in e.value.message and "re-create the changefeed" in e.value.message
+    keyless = TableHandover((), 149, 149, (), 120)  # copied whole in one read (force-replicate)
+    row = RowChange(140, C, RowOp.INSERT, None, (1,))
+    later = replace(row, commit_ts=150)
+    assert keyless.keep(replace(row, commit_ts=120)) is None and keyless.keep(later) == later
+    with pytest.raises(UpstreamError, match=r"snapshot of db\.c: a DDL at ts=120"):
+        keyless.keep(row)
+
+
+def test_keys_hash_as_the_copy_hashed_them_after_a_ddl_changed_their_collation(tmp_path: Path) -> None:
+    def table(collation: str, version: int) -> TableInfo:
+        return TableInfo("db", "u", 5, (ColumnInfo("k", "varchar", nullable=False, unique_key=True, handle_key=True,
+                                                   collation=collation),), version=version)  # fmt: skip
+
+    start, now = table("utf8mb4_general_ci", 1), table("utf8mb4_bin", 2)
+    path = tmp_path / "0.keys"
+    path.write_bytes(b"{}\n" + pack_keys([key_hasher(start, ("k",))(("Abc",))]))
+    u = TableHandover(("k",), 110, 159, ((str(path), 139),), NEVER, ("utf8mb4_general_ci",))
+    assert u.keep(RowChange(120, now, RowOp.DELETE, ("abc",), None)) is None  # "abc" is the key the copy read
+    assert u.keep(RowChange(120, now, RowOp.DELETE, ("abd",), None)) is not None
+
+
+def test_the_handover_says_when_a_table_changed_during_its_copy(tmp_path: Path) -> None:
+    """streamed_handover finds the DDL in the relay log's index (the history the puller wrote) and passes it on."""
+    db = _relay((115, FILE, 200), (120, FILE, 300), (125, FILE, 350), (140, FILE, 400), (150, FILE, 500),
+                (160, FILE, 600))  # fmt: skip
+    h = _History(db)
+    h.ddl("CREATE TABLE a (id INT PRIMARY KEY, v VARCHAR(10))", 10)
+    h.ddl("CREATE TABLE c (v INT)", 11)
+    a, c = h.table("a", 100), h.table("c", 100)
+    spec = _spec(tmp_path)
+    chunks = (Chunk(0, "db", "a", a.table_id, ("id",), None, (5,), 2), Chunk(1, "db", "a", a.table_id, ("id",),
+              (5,), None, 1), Chunk(2, "db", "c", c.table_id, (), None, None, 1))  # fmt: skip
+    snapshot_state.save_plan(spec.snapshot_plan_path, SnapshotPlan(100, chunks, {"db.a": a, "db.c": c}))
+    snapshot_state.record_reads(spec, [ChunkRead(0, 2, 110, FILE, 300, _keys(a, 1, 2)),
+                                       ChunkRead(1, 1, 130, FILE, 500, _keys(a, 7)),
+                                       ChunkRead(2, 1, 110, FILE, 400)])  # fmt: skip
+    h.ddl("ALTER TABLE a ADD COLUMN region VARCHAR(8) DEFAULT 'eu'", 125)  # between the two reads of a
+    h.ddl("ALTER TABLE c ADD INDEX (v)", 125)
+    handover = snapshot_state.streamed_handover(spec, 100, db)
+    assert (handover[("db", "a")].changed, handover[("db", "c")].changed) == (125, NEVER)
+    assert handover[("db", "a")].collations == ("binary",)  # an INT key compares bytes-exact
+    h.ddl("RENAME TABLE c TO c_old", 130)
+    h.ddl("CREATE TABLE c (v INT)", 131)
+    with pytest.raises(UpstreamError, match=r"db\.c: the table was dropped, renamed or replaced at ts=130"):
+        snapshot_state.streamed_handover(spec, 100, db)
