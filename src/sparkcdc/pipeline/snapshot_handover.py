@@ -223,32 +223,34 @@ def _load_lookup(chunks: tuple[tuple[str, int], ...]) -> tuple[np.ndarray, np.nd
     return got
 
 
+# DDL that removes or brings rows without row events (the downstream does the same when it applies the DDL, after
+# the copy), and DDL the schema tracker could not reproduce (NONE: what it did is unknown).
+_ROWS_CHANGED = frozenset({DDLAction.TRUNCATE_TABLE, DDLAction.TRUNCATE_TABLE_PARTITION, DDLAction.DROP_TABLE_PARTITION,
+                           DDLAction.EXCHANGE_TABLE_PARTITION, DDLAction.NONE})  # fmt: skip
+
+
 def changed_during_copy(history: SchemaHistory, table: TableInfo, start_ts: int, last_read: int) -> int:
     """The commit-ts of the first DDL after ``start_ts`` and up to ``last_read`` (the table's last read) that
     changed what the copy of ``table`` (as it was at ``start_ts``) reads: its columns (not only defaults, keys or
-    comments), or its rows (TRUNCATE). ``NEVER`` when none did.
+    comments), or its rows (TRUNCATE, a partition truncated, dropped or exchanged). ``NEVER`` when none did.
 
     Raises UpstreamError (CDC:ErrSnapshotTableChanged) when the table was dropped, renamed or replaced by another
     in that span: a later read copied another table under its name, or the downstream's RENAME takes the rows
     copied after it along."""
     first = NEVER
     before = table
-    for ts, now in history.versions_between(table.schema, table.table, start_ts, last_read):
-        replaced = now is not None and now.table_id != before.table_id
-        if now is None or (replaced and not _truncated(history, table, ts)):
+    name = (table.schema, table.table)
+    for ts, now in history.versions_between(*name, start_ts, last_read):
+        actions = {ev.action for ev in history.ddl_events_at(ts) if (ev.schema, ev.table) == name}
+        if now is None or (now.table_id != before.table_id and DDLAction.TRUNCATE_TABLE not in actions):
             raise with_code(UpstreamError(
                 f"snapshot of {table.qualified_name}: the table was dropped, renamed or replaced at ts={ts} while it "
                 "was being copied. Remove and re-create the changefeed to copy the tables as they are now",
                 code=TABLE_CHANGED, retryable=False))  # fmt: skip
-        if first == NEVER and (replaced or _row_shape(now) != _row_shape(before)):
+        if first == NEVER and (actions & _ROWS_CHANGED or _row_shape(now) != _row_shape(before)):
             first = ts
         before = now
     return first
-
-
-def _truncated(history: SchemaHistory, table: TableInfo, ts: int) -> bool:
-    return any(ev.action is DDLAction.TRUNCATE_TABLE and (ev.schema, ev.table) == (table.schema, table.table)
-               for ev in history.ddl_events_at(ts))  # fmt: skip
 
 
 def _row_shape(table: TableInfo) -> tuple[Any, ...]:

@@ -204,12 +204,17 @@ def test_the_first_ddl_before_the_last_read_that_changed_the_columns_or_rows_is_
     assert h.changed("a", 120, 200) == 130  # a start-ts after the first DDL
     for i, ddl in enumerate(("ALTER TABLE b MODIFY COLUMN v VARCHAR(16) CHARACTER SET latin1",
                              "ALTER TABLE b MODIFY n BIGINT", "ALTER TABLE b MODIFY n INT NOT NULL",
-                             "TRUNCATE TABLE b")):  # fmt: skip
+                             "TRUNCATE TABLE b", "ALTER TABLE b TRUNCATE PARTITION p0",
+                             "ALTER TABLE b DROP PARTITION p0", "ALTER TABLE b FROBNICATE")):  # fmt: skip
         base = 1000 * (i + 1)
-        h.ddl("CREATE TABLE b (id INT PRIMARY KEY, v VARCHAR(16), n INT)", base)
+        h.ddl("CREATE TABLE b (id INT PRIMARY KEY, v VARCHAR(16), n INT) PARTITION BY RANGE (id) "
+              "(PARTITION p0 VALUES LESS THAN (10), PARTITION p1 VALUES LESS THAN MAXVALUE)", base)  # fmt: skip
         h.ddl(ddl, base + 20)
         assert h.changed("b", base + 10, base + 30) == base + 20, ddl
         h.ddl("DROP TABLE b", base + 40)
+    h.ddl("CREATE TABLE p (id INT PRIMARY KEY) PARTITION BY HASH (id) PARTITIONS 2", 9000)
+    h.ddl("ALTER TABLE p COALESCE PARTITION 1", 9010)  # rows move between partitions, none is lost
+    assert h.changed("p", 9000, 9100) == NEVER
 
 
 @pytest.mark.parametrize("ddl", ["DROP TABLE c", "RENAME TABLE c TO c_old", "RENAME TABLE c TO c_old, c_new TO c",
