@@ -115,8 +115,8 @@ def _read_as(cur: Any, chunk: Chunk, table: TableInfo) -> TableInfo:
     ddl = _text(cur.fetchall()[0][1])
     try:
         now = parse_create_table(ddl, chunk.schema, table.table_id, table.version, table.charset)
-    except CorruptDataError as e:  # the start-ts definition came from the binlog's table map: keep it
-        log.warning("snapshot of %s: its definition cannot be compared with start-ts (%s); read as at start-ts",
+    except CorruptDataError as e:  # syntax the DDL parser lacks (the schema tracker used the binlog's table map)
+        log.warning("snapshot of %s: its definition cannot be parsed (%s); its columns are read as at start-ts",
                     chunk.table_name, e)  # fmt: skip
         return table
     try:

@@ -302,3 +302,39 @@ def test_an_initial_only_snapshot_with_no_table_to_copy_still_ends(
         query.stop()
     plan = snapshot_state.load_plan(spec.snapshot_plan_path)
     assert plan is not None and plan.chunks == () and checkpoint_of(tmp_path / "sink") == start
+
+
+def test_a_change_after_a_ddl_that_the_copy_of_a_keyless_table_holds_fails_the_changefeed_clearly(
+    spark: Any, fresh_db: FreshDatabase, puller_thread: PullerThread, tmp_path: Path
+) -> None:
+    """The keyless table (copied whole with force-replicate) gets a column and an UPDATE after its copy began and
+    before its read: the read holds the UPDATE in the old columns, and sending it again would apply it twice to a
+    downstream without a key. The query fails with one line naming the table, which the runner reports as a
+    permanent CDC:ErrSnapshotTableChanged."""
+    from sparkcdc.pipeline.runner import query_error
+
+    db = fresh_db
+    create_and_fill(db, 2000)  # big (5 chunks of 400) is copied before nokey: the plan goes by name
+    start = puller_thread.caught_up()
+    spec = make_spec(db, puller_thread, tmp_path, start, force_replicate=True, parallelism=1)
+    spec = replace(spec, config={**spec.config, "filter": {"rules": [f"{db.name}.big", f"{db.name}.nokey"]}})
+    query = start_query(spark, spec, trigger_seconds=0.5)
+    try:
+        wait_for(lambda: copied(spec, chunks=1), 180, "a chunk")
+    finally:
+        stop_between_batches(query, spec)
+    progress = snapshot_state.read_progress(spec.snapshot_progress_path)
+    assert progress is not None and progress.tables[f"{db.name}.nokey"].chunks_done == 0
+    db.execute("ALTER TABLE nokey ADD COLUMN c INT DEFAULT 0", "UPDATE nokey SET v = v + 1, c = 5")
+    end = puller_thread.caught_up()
+    query = start_query(spark, spec, trigger_seconds=0.5)
+    try:  # failing, or (what the copy did before) streaming past the UPDATE without it
+        wait_for(lambda: query.exception() is not None or checkpoint_of(tmp_path / "sink") >= end, 180, "the end")
+    finally:
+        query.stop()
+    assert query.exception() is not None, "the UPDATE the copy holds in the old columns was left out silently"
+    error = query_error(query.exception())
+    assert error.code == "CDC:ErrSnapshotTableChanged", error
+    assert error.message.startswith(f"snapshot of {db.name}.nokey: a DDL at ts=") and "no primary key" in error.message
+    progress = snapshot_state.read_progress(spec.snapshot_progress_path)
+    assert progress is not None and progress.complete  # the copy was complete: the stream found the change
