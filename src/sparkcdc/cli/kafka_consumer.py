@@ -48,12 +48,13 @@ def kafka_consumer(
     quiet: bool,
     metrics_addr: str,
 ) -> None:
-    """Apply a TiCDC Kafka topic (canal-json with enable-tidb-extension, simple JSON or Avro) to a MySQL-compatible
-    database in commit order, effectively once.
+    """Apply a TiCDC Kafka topic (canal-json, simple JSON or Avro) to a MySQL-compatible database in commit order,
+    effectively once.
 
     Rows are applied up to the smallest watermark of all partitions, DDLs once every partition has passed them;
     the per-table checkpoint lives in the downstream (sparkcdc_consumer.checkpoint, same transaction as the rows)
     and the group's offsets are committed after it, so a restart resumes without applying anything twice.
+    canal-json without enable-tidb-extension has no commit-ts and no watermarks: it is applied in the order read.
     """
     from sparkcdc.consumer.engine import EngineStats
     from sparkcdc.consumer.kafka_consumer import KafkaConsumer, KafkaConsumerConfig

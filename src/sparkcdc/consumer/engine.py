@@ -16,7 +16,9 @@ Dedup against the downstream checkpoint is the engine's: a DDL at or below its t
 row is skipped when its commit-ts is below what its stream applied (a producer's at-least-once replay). Streams of
 *ordered* sources (partition ``ORDERED_PARTITION``) are only ever checkpointed between transactions, so there a row
 at the checkpoint's commit-ts is a replay too; storage streams may stop inside a transaction that spans files, and
-their sources resume by position, so an equal commit-ts is applied (statements are idempotent).
+their sources resume by position, so an equal commit-ts is applied (statements are idempotent). Rows and DDLs
+without a commit-ts (0: canal-json without the TiDB extension, CSV without ``include-commit-ts``) are never taken
+for replays: they are always applied, and their batches may be cut anywhere (no transaction end is known).
 """
 
 from __future__ import annotations
@@ -198,6 +200,10 @@ class ApplyEngine:
             cp = self.checkpoints.get(key)
             ordered = key[2] <= ORDERED_PARTITION
             rows, skipped = _fresh(batch.rows, cp.commit_ts if cp is not None else 0, ordered)
+            if skipped:
+                log.warning("skipped %d replayed rows with commit-ts %s the applied checkpoint %d in %s.%s "
+                            "(stream %d)", skipped, "at or below" if ordered else "below", cp.commit_ts if cp else 0,
+                            *key)  # fmt: skip
             if ordered and not rows:  # all replayed: its position is not ahead of the checkpoint
                 with self.stats.lock:
                     self.stats.replayed_skipped += skipped
@@ -206,9 +212,6 @@ class ApplyEngine:
                 self._ensure_table(applier, key[0], key[1], batch.create)
             applied = applier.apply(rows, batch.position)
             self.checkpoints[key] = batch.position
-            if skipped:
-                log.warning("skipped %d replayed rows with commit-ts below the applied checkpoint %d in %s.%s "
-                            "(stream %d)", skipped, cp.commit_ts if cp else 0, *key)  # fmt: skip
             with self.stats.lock:
                 self.stats.rows_applied += applied.rows_in
                 self.stats.upserts += applied.upserts
@@ -230,11 +233,13 @@ class ApplyEngine:
     def _ddl(self, step: DdlStep) -> None:
         key = (step.schema, step.table, DDL_PARTITION)
         current = self.checkpoints.get(key)
-        if current is not None and current.table_version >= step.version and not current.pending_version:
+        unknown = not step.version  # no commit-ts: it may or may not have run before; run it ("already done" is fine)
+        done = current is not None and current.table_version >= step.version and not current.pending_version
+        if done and not unknown:
             with self.stats.lock:
                 self.stats.ddls_skipped += 1
             return
-        replay = current is not None and current.pending_version == step.version
+        replay = unknown or (current is not None and current.pending_version == step.version)
         cp = Checkpoint(step.schema, step.table, DDL_PARTITION, step.version, commit_ts=step.version)
         log.info("executing DDL version=%d schema=%s table=%s: %s", step.version, step.schema, step.table,
                  step.query)  # fmt: skip
@@ -262,7 +267,7 @@ def _fresh(rows: Sequence[RowChange], applied: int, inclusive: bool) -> tuple[Se
     """``rows`` without replays, and how many were dropped (see the module docstring). A row without a commit-ts
     (CSV without include-commit-ts) is never a replay by commit-ts."""
     if inclusive:
-        kept = [r for r in rows if r.commit_ts > applied]
+        kept = [r for r in rows if r.commit_ts > applied or not r.commit_ts]
         return kept, len(rows) - len(kept)
     out: list[RowChange] = []
     high = applied
@@ -292,11 +297,12 @@ def ordered_step(rows: Sequence[RowChange], upto: int, batch_rows: int = DEFAULT
 
 
 def batches(rows: Sequence[RowChange], size: int) -> Iterator[Sequence[RowChange]]:
-    """Batches of about ``size`` rows, cut only between transactions (commit-ts changes)."""
+    """Batches of about ``size`` rows, cut only between transactions (commit-ts changes; anywhere between rows
+    without a commit-ts)."""
     start = 0
     while start < len(rows):
         end = min(start + size, len(rows))
-        while end < len(rows) and rows[end].commit_ts == rows[end - 1].commit_ts:
+        while end < len(rows) and rows[end].commit_ts and rows[end].commit_ts == rows[end - 1].commit_ts:
             end += 1
         yield rows[start:end]
         start = end

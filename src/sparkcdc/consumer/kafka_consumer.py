@@ -1,12 +1,15 @@
-"""``cdc kafka-consumer``'s loop: a TiCDC Kafka topic (canal-json with the TiDB extension, simple JSON or Avro)
-applied to a MySQL-compatible downstream, in order and effectively once.
+"""``cdc kafka-consumer``'s loop: a TiCDC Kafka topic (canal-json, simple JSON or Avro) applied to a MySQL-compatible
+downstream, in order and effectively once.
 
 One Kafka consumer owns every partition of the topic (global ordering needs all of them, so partitions are
 assigned, not balanced over a group); each partition has its own decoder (the simple decoder keeps its schema
-cache per partition, as TiCDC's). Decoded events go to :class:`PartitionOrder`, its steps to the
-:class:`ApplyEngine`, and only after a step is durable downstream are the group's offsets committed (the
-partition offsets that never pass an unapplied event). A restart resumes from the committed offsets; what it
-reads again is skipped against the downstream checkpoint.
+cache per partition, as TiCDC's). Decoded events go to :class:`PartitionOrder` (commit-ts order up to the
+watermarks), or for canal-json without the TiDB extension, which has neither, to :class:`ArrivalOrder` (the order
+they are read); the order's steps go to the :class:`ApplyEngine`, and only after a step is durable downstream are
+the group's offsets committed (the partition offsets that never pass an unapplied event). Every message is
+applied, left out as a re-send and counted in a warning, or stops the consumer naming it: none is passed over in
+silence. A restart resumes from the committed offsets; what it reads again is skipped against the downstream
+checkpoint (rows without a commit-ts are applied again: statements are idempotent).
 
 A consumer that starts with no committed offsets on a simple topic joins mid-stream when the topic's start was
 deleted: rows it cannot decode before the first BOOTSTRAP of their table are dropped (and counted) instead of
@@ -24,7 +27,7 @@ from typing import Any
 
 from sparkcdc.codec.base import Message
 from sparkcdc.consumer.engine import ApplyEngine, DdlStep, EngineStats, RowsStep, ordered_step
-from sparkcdc.consumer.kafka_order import PartitionOrder, Step
+from sparkcdc.consumer.kafka_order import ArrivalOrder, Order, PartitionOrder, Step
 from sparkcdc.errors import ConfigError, CorruptDataError, DecodeError, KafkaError
 from sparkcdc.model.events import Event
 from sparkcdc.mysql.target import MysqlTarget
@@ -51,18 +54,18 @@ class KafkaConsumerConfig:
 
     @classmethod
     def from_uri(cls, uri: str, toml: Mapping[str, Any], group_id: str, **kw: Any) -> KafkaConsumerConfig:
-        """Raises ConfigError: a malformed URI, canal-json without ``enable-tidb-extension`` (its messages carry
-        no commit-ts, so nothing can be ordered or deduplicated)."""
+        """Raises ConfigError: a malformed URI, an empty group. A plain ``protocol=canal-json`` is accepted, as
+        TiCDC's consumer accepts it (see :attr:`ordered`)."""
         source = KafkaSinkConfig.from_uri(uri, toml)
-        if source.protocol == "canal-json" and not source.enable_tidb_extension:
-            raise ConfigError(
-                "canal-json messages carry no commit-ts without the TiDB extension, so they cannot be applied in "
-                "order; set enable-tidb-extension=true on the changefeed and in --upstream-uri",
-                code="CDC:ErrKafkaInvalidConfig",
-            )
         if not group_id:
             raise ConfigError("--consumer-group-id must not be empty")
         return cls(source, group_id, **kw)
+
+    @property
+    def ordered(self) -> bool:
+        """Whether the messages carry commit-ts and watermarks, so rows are applied in commit-ts order; canal-json
+        without ``enable-tidb-extension`` has neither, and is applied in the order it is read (``ArrivalOrder``)."""
+        return self.source.protocol != "canal-json" or self.source.enable_tidb_extension
 
     def decoder(self, *, mid_stream: bool = False) -> Any:
         """A fresh decoder for one partition, reading claim-check files from the configured storage;
@@ -73,7 +76,8 @@ class KafkaConsumerConfig:
             from sparkcdc.codec.canal_json.config import CanalJsonConfig
             from sparkcdc.codec.canal_json.decoder import CanalJsonMessageDecoder
 
-            return CanalJsonMessageDecoder(CanalJsonConfig.from_options(options), claim_check_reader=reader)
+            return CanalJsonMessageDecoder(CanalJsonConfig.from_options(options), claim_check_reader=reader,
+                                           check_extension=True)  # fmt: skip
         from sparkcdc.codec.simple.config import SimpleConfig
         from sparkcdc.codec.simple.decoder import SimpleDecoder
 
@@ -93,6 +97,7 @@ class KafkaConsumer:
         self._decoders: dict[int, Any] = {}
         self._consumer: Any = None
         self._engine: ApplyEngine | None = None
+        self._replayed = 0  # re-sent rows the order left out, as last reported
 
     def _connect(self) -> tuple[Any, list[int], dict[int, int]]:
         from confluent_kafka import Consumer, KafkaException, TopicPartition
@@ -125,18 +130,21 @@ class KafkaConsumer:
 
         consumer, partitions, committed = self._connect()
         self._consumer = consumer
-        engine = self._engine = ApplyEngine(self.target, changefeed=self.config.changefeed,
-                                            time_zone=self.config.time_zone, workers=self.config.workers)  # fmt: skip
+        engine = self._engine = self._new_engine()
         self.stats = engine.stats
         mid_stream = not committed and self.config.source.protocol == "simple"
         decoders = self._decoders = {p: self.config.decoder(mid_stream=mid_stream) for p in partitions}
         held: dict[int, int | None] = dict.fromkeys(partitions)
-        order = PartitionOrder(partitions)
+        order: Order = PartitionOrder(partitions) if self.config.ordered else ArrivalOrder(partitions)
         reported = 0
         held_since: float | None = None
         consumer.assign([TopicPartition(self.topic, p, committed.get(p, OFFSET_BEGINNING)) for p in partitions])
         log.info("kafka consumer topic=%s partitions=%d group=%s resuming at %s", self.topic, len(partitions),
                  self.config.group_id, committed or "the beginning")  # fmt: skip
+        if not self.config.ordered:
+            log.warning("topic %s: canal-json without enable-tidb-extension carries no commit-ts and no watermarks: "
+                        "rows are applied in the order they are read, each partition in its own order; see the "
+                        "README for what that keeps", self.topic)  # fmt: skip
         while not stop.is_set():
             for m in consumer.consume(_MAX_MESSAGES, _POLL_SECONDS):
                 err = m.error()
@@ -181,10 +189,20 @@ class KafkaConsumer:
                     "table has changes); up to max-pending-dml rows are held", held, ", ".join(waiting))  # fmt: skip
         return now
 
-    def _apply_ready(self, order: PartitionOrder, engine: ApplyEngine) -> None:
-        """Apply every step the order releases; commit the group's offsets after each."""
+    def _new_engine(self) -> ApplyEngine:
+        return ApplyEngine(self.target, changefeed=self.config.changefeed, time_zone=self.config.time_zone,
+                           workers=self.config.workers)  # fmt: skip
+
+    def _apply_ready(self, order: Order, engine: ApplyEngine) -> None:
+        """Apply every step the order releases; commit the group's offsets after each. First says how many re-sent
+        rows the order left out since the last call: they are behind the offsets committed next."""
         from confluent_kafka import TopicPartition
 
+        if order.replayed > self._replayed:
+            log.warning("left out %d rows or DDLs re-sent by the changefeed (commit-ts at or below what was already "
+                        "released; delivery is at least once), %d so far", order.replayed - self._replayed,
+                        order.replayed)  # fmt: skip
+            self._replayed = order.replayed
         while (step := order.next_step()) is not None:
             engine.apply(self._engine_step(step))
             if step.offsets:

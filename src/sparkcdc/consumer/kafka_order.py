@@ -12,14 +12,20 @@ which every row of every partition has arrived. So:
 * the Kafka offset that may be committed for a partition (:meth:`PartitionOrder.safe_offsets`) is the offset of
   its oldest message whose events are not yet released and applied, or the next offset to read.
 
-Replays (at-least-once delivery) are not this module's business: the engine skips rows at or below the
-downstream checkpoint.
+Rows and DDLs at or below what was already released are re-sends of the changefeed (at-least-once delivery, a sink
+that restarted from an older checkpoint): they are left out and counted (``replayed``) for the consumer to report.
+Replays of what an earlier run applied are the engine's business: it skips rows at or below the downstream
+checkpoint.
+
+canal-json without the TiDB extension has neither commit-ts nor watermarks, so :class:`ArrivalOrder` releases its
+events in the order they are read instead (see there).
 """
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Protocol
 
 from sparkcdc.model import DDLEvent, RowChange
 from sparkcdc.model.events import BootstrapEvent, Event, ResolvedEvent
@@ -34,6 +40,20 @@ class Step:
     rows: tuple[RowChange, ...] = ()
     ddl: DDLEvent | None = None
     offsets: Mapping[int, int] = field(default_factory=dict)
+
+
+class Order(Protocol):
+    """What the consumer loop needs of an ordering: :class:`PartitionOrder` or :class:`ArrivalOrder`."""
+
+    replayed: int
+
+    def add(self, partition: int, offset: int, events: Iterable[Event], *, origin: int | None = None) -> None: ...
+
+    def next_step(self) -> Step | None: ...
+
+    def hold(self, partition: int, offset: int | None) -> None: ...
+
+    def safe_offsets(self) -> dict[int, int]: ...
 
 
 @dataclass
@@ -56,6 +76,7 @@ class PartitionOrder:
         self._ddls: dict[tuple[int, str], DDLEvent] = {}
         self._seq = 0
         self._released = 0  # every event with commit-ts <= this was released
+        self.replayed = 0  # rows and DDLs left out as re-sends of what was already released
 
     @property
     def resolved_ts(self) -> int:
@@ -76,12 +97,14 @@ class PartitionOrder:
         for ev in events:
             if isinstance(ev, RowChange):
                 if ev.commit_ts <= self._released:
-                    continue  # behind what was released: a replay; the downstream checkpoint decides
+                    self.replayed += 1  # behind what was released: a re-send
+                    continue
                 self._seq += 1
                 self._rows.append((ev.commit_ts, partition, self._seq, ev))
                 part.waiting.append((mark, ev.commit_ts))
             elif isinstance(ev, DDLEvent):
                 if ev.commit_ts <= self._released:
+                    self.replayed += 1
                     continue
                 self._ddls.setdefault((ev.commit_ts, ev.query), ev)
                 part.waiting.append((mark, ev.commit_ts))
@@ -138,6 +161,71 @@ class PartitionOrder:
             marks = [o for o, _ in part.waiting]
             if part.held_from is not None:
                 marks.append(part.held_from)
+            if marks:
+                out[p] = min(marks)
+            elif part.next_offset is not None:
+                out[p] = part.next_offset
+        return out
+
+
+class ArrivalOrder:
+    """The order of canal-json without the TiDB extension (``enable-tidb-extension`` unset): its messages carry no
+    commit-ts and the changefeed sends no watermarks, so nothing says when every partition has passed a point.
+
+    TiCDC's consumer decodes such rows with commit-ts 0 and, with no watermark ever arriving, writes them only when a
+    DDL of their table is read (partition 0), or never. Here every event is released in the order it is read, as
+    soon as it is read: rows in batches, each DDL after every row read before it and before any row read after it.
+    What that keeps: the order of each partition, which is the changefeed's commit order for that partition (so
+    every change of one row, with a dispatcher that keeps a row's key on one partition); what it cannot keep: the
+    order across partitions, upstream transactions (no commit-ts marks their ends), and a DDL's place among rows of
+    other partitions read after it. With one partition the order is exactly the changefeed's. Not thread-safe.
+    """
+
+    def __init__(self, partitions: Iterable[int]) -> None:
+        self._parts = {p: _Partition() for p in partitions}
+        if not self._parts:
+            raise ValueError("a topic has at least one partition")
+        self._events: list[tuple[int, int, RowChange | DDLEvent]] = []  # (partition, offset, event), as read
+        self.replayed = 0  # stays 0: without commit-ts nothing can be told to be a re-send
+
+    def add(self, partition: int, offset: int, events: Iterable[Event], *, origin: int | None = None) -> None:
+        """As :meth:`PartitionOrder.add`. Raises KeyError for an unknown partition, TypeError for a watermark or
+        BOOTSTRAP (the canal-json decoder of such a topic refuses any ``_tidb``, and only simple sends BOOTSTRAPs)."""
+        part = self._parts[partition]
+        part.next_offset = offset + 1
+        mark = offset if origin is None else min(origin, offset)
+        for ev in events:
+            if not isinstance(ev, RowChange | DDLEvent):
+                raise TypeError(f"unexpected event {type(ev).__name__} in a topic without commit-ts")
+            self._events.append((partition, mark, ev))
+
+    def next_step(self) -> Step | None:
+        """The rows read before the next DDL (or every row read), else that DDL; None when nothing is waiting.
+        ``upto`` is 0: no commit-ts is known."""
+        if not self._events:
+            return None
+        first = self._events[0][2]
+        if isinstance(first, DDLEvent):
+            del self._events[0]
+            return Step(upto=0, ddl=first, offsets=self.safe_offsets())
+        cut = next((i for i, (_, _, ev) in enumerate(self._events) if isinstance(ev, DDLEvent)), len(self._events))
+        rows = tuple(ev for _, _, ev in self._events[:cut] if isinstance(ev, RowChange))
+        del self._events[:cut]
+        return Step(upto=0, rows=rows, offsets=self.safe_offsets())
+
+    def hold(self, partition: int, offset: int | None) -> None:
+        """As :meth:`PartitionOrder.hold`."""
+        self._parts[partition].held_from = offset
+
+    def safe_offsets(self) -> dict[int, int]:
+        """As :meth:`PartitionOrder.safe_offsets`: per partition, the offset of its first event not yet released, or
+        the next offset to read."""
+        waiting: dict[int, int] = {}
+        for p, offset, _ in self._events:
+            waiting[p] = min(offset, waiting.get(p, offset))
+        out = {}
+        for p, part in self._parts.items():
+            marks = [m for m in (waiting.get(p), part.held_from) if m is not None]
             if marks:
                 out[p] = min(marks)
             elif part.next_offset is not None:

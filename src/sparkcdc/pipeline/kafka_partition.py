@@ -8,7 +8,8 @@ TiCDC's Kafka consumer (``cmd/kafka-consumer``) apply to each partition:
 
 * a watermark promises that every row with commit-ts <= it was sent on the partition before it, so a later row
   at or below the partition's last watermark is a re-send (the sink restarted from an older checkpoint) and is
-  dropped (``fallback``); re-sent rows above it stay (delivery is at least once);
+  dropped (``fallback``); re-sent rows above it stay (delivery is at least once), and so does every row without a
+  commit-ts (canal-json without the TiDB extension, which has no watermarks either);
 * simple rows need their table's schema, keyed by ``(database, table, schemaVersion)``, which only DDL and
   BOOTSTRAP messages carry (``spec/simple.md`` §6). A range that starts after the schema message it needs
   (a streaming micro-batch, a ``startingOffsets`` reader) looks for it backwards through the partition:
@@ -227,7 +228,7 @@ class PartitionRows:
                 self.watermark = max(self.watermark, event.ts)
             elif isinstance(event, RowChange):
                 at = self._origin(event, offset) if released else offset
-                if event.commit_ts <= self.watermark:
+                if event.commit_ts and event.commit_ts <= self.watermark:
                     self.fallback += 1
                     continue
                 out.append((at, event))

@@ -8,20 +8,23 @@ Register once per SparkSession, then read with one line::
     q = spark.readStream.format("ticdc-kafka").load("kafka://…/cdc?protocol=canal-json&enable-tidb-extension=true")
 
 The path is the changefeed's Kafka sink URI (``kafka://host1:9092,host2:9092/topic?protocol=…``, TiCDC's
-parameters, SASL/TLS included); the messages are canal-json with ``enable-tidb-extension=true`` (without it a
-message carries no commit-ts, so it is refused), simple JSON or simple Avro (``encoding-format=avro``).
-Spark's own Kafka source is not used: its connector jar is not part of PySpark. Options:
+parameters, SASL/TLS included); the messages are canal-json, simple JSON or simple Avro (``encoding-format=avro``).
+canal-json carries commit-ts only with ``enable-tidb-extension=true``; without it rows come with ``commit_ts`` 0. The
+path must say what the changefeed set: a message with ``_tidb`` read without the extension, or one without read
+with it, fails the read naming topic, partition and offset. Spark's own Kafka source is not used: its connector
+jar is not part of PySpark. Options:
 
 ==============================  ================================================================================
 ``protocol``                    ``canal-json`` or ``simple`` (or ``?protocol=`` in the path)
 ``encoding-format``             simple: ``json`` (default) or ``avro`` (or in the path)
-``enable-tidb-extension``       canal-json: must be ``true`` (or in the path)
+``enable-tidb-extension``       canal-json: what the changefeed sets (or in the path; default ``false``)
 ``claim-check-storage-uri``     the changefeed's ``claim-check-storage-uri``: rows of large messages are read
                                 from their claim-check files there (``claim-check-raw-value`` too)
 ``startingOffsets``             ``earliest`` (default), ``latest``, or JSON ``{"0": 12, "1": -2}`` (-2 earliest,
                                 -1 latest; partitions not named start at the earliest)
 ``up-to-watermark``             batch only: ``true`` keeps only rows with commit-ts <= the smallest last
-                                watermark of all partitions (every row up to it is in the topic)
+                                watermark of all partitions (every row up to it is in the topic); not for
+                                canal-json without the extension, which has no watermarks
 ``skip-undecodable``            simple: ``true`` drops (and logs the count of) rows whose table schema is in no
                                 message of their partition instead of failing
 ==============================  ================================================================================
@@ -35,7 +38,8 @@ canal-json, whose messages carry no version.
 
 Only rows are emitted, in offset order per Kafka partition, which is commit order; DDL, WATERMARK and BOOTSTRAP
 messages are consumed. A row re-sent after a sink restart with a commit-ts at or below a watermark its partition
-already had is dropped, as TiCDC's consumer does (``kafka_partition``); other re-sends stay (at least once).
+already had is dropped, as TiCDC's consumer does (``kafka_partition``); other re-sends stay (at least once), and so
+does every row without a commit-ts.
 How rows of a simple topic get their schema when a reader starts mid-partition, and what is never decodable:
 ``sparkcdc.pipeline.kafka_partition``. A message that is not TiCDC's (corrupt, truncated, foreign) fails the
 read with one error naming topic, partition and offset; so does a handle-key-only message (it names claim-check
@@ -95,8 +99,8 @@ class KafkaSourceConfig:
 
     @classmethod
     def from_options(cls, options: Mapping[str, str]) -> KafkaSourceConfig:
-        """Raises ConfigError naming an unknown option, a malformed path or value, or canal-json without
-        ``enable-tidb-extension``."""
+        """Raises ConfigError naming an unknown option, a malformed path or value, or ``up-to-watermark`` on
+        canal-json without ``enable-tidb-extension`` (such a topic has no watermarks)."""
         from sparkcdc.sink.kafka.config import KafkaSinkConfig
         from sparkcdc.sink.kafka.uri import KafkaURI
 
@@ -125,17 +129,17 @@ class KafkaSourceConfig:
         if "claim-check-raw-value" in opts:
             large["claim-check-raw-value"] = flag(opts, "claim-check-raw-value")
         sink = KafkaSinkConfig.from_uri(path, {"sink": {"kafka-config": {"large-message-handle": large}}})
-        if sink.protocol == "canal-json" and not sink.enable_tidb_extension:
+        up_to_watermark = flag(opts, "up-to-watermark")
+        if up_to_watermark and sink.protocol == "canal-json" and not sink.enable_tidb_extension:
             raise ConfigError(
-                "canal-json messages carry no commit-ts without the TiDB extension, so their rows cannot be put in "
-                "commit order; the changefeed must set enable-tidb-extension=true, and so must this path "
-                "(?enable-tidb-extension=true) or option",
+                "option up-to-watermark needs watermarks, and canal-json has them only with the TiDB extension: set "
+                "enable-tidb-extension=true in the path if the changefeed sets it, else leave up-to-watermark out",
                 code="CDC:ErrKafkaInvalidConfig",
             )
         return cls(
             sink=sink,
             starting=_starting_offsets(opts.get("startingoffsets", "earliest")),
-            up_to_watermark=flag(opts, "up-to-watermark"),
+            up_to_watermark=up_to_watermark,
             skip_undecodable=flag(opts, "skip-undecodable"),
         )
 
@@ -162,7 +166,8 @@ class KafkaSourceConfig:
             from sparkcdc.codec.canal_json.config import CanalJsonConfig
             from sparkcdc.codec.canal_json.decoder import CanalJsonMessageDecoder
 
-            return CanalJsonMessageDecoder(CanalJsonConfig.from_options(options), claim_check_reader=reader)
+            return CanalJsonMessageDecoder(CanalJsonConfig.from_options(options), claim_check_reader=reader,
+                                           check_extension=True)  # fmt: skip
         from sparkcdc.codec.simple.config import SimpleConfig
         from sparkcdc.codec.simple.decoder import SimpleDecoder
 
@@ -278,8 +283,9 @@ def _read(cfg: KafkaSourceConfig, part: InputPartition) -> Iterator[tuple[Any, .
         if rows.dropped:
             log.warning("topic %s partition %d [%d, %d): %d row(s) that can never be decoded dropped "
                         "(skip-undecodable)", topic, p, start, part.end, rows.dropped)  # fmt: skip
-        log.debug("topic %s partition %d [%d, %d) read; %d re-sent row(s) at or below a watermark skipped",
-                  topic, p, start, part.end, rows.fallback)  # fmt: skip
+        if rows.fallback:
+            log.info("topic %s partition %d [%d, %d): %d row(s) re-sent at or below a watermark of their partition "
+                     "left out (delivery is at least once)", topic, p, start, part.end, rows.fallback)  # fmt: skip
     finally:
         consumer.close()
         if prefix is not None:

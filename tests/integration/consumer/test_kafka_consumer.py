@@ -1,11 +1,13 @@
 """The Kafka consumer against the real broker and a real downstream, without a changefeed: topics built from our
-encoders. Bad input stops it with topic, partition and offset, nothing after it applied; a restart resumes from
-the committed offsets without applying anything twice."""
+encoders, and real TiCDC canal-json messages from public repositories. Bad input stops it with topic, partition and
+offset, nothing after it applied; a restart resumes from the committed offsets without applying anything twice."""
 
 from __future__ import annotations
 
+import json
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from decimal import Decimal
 
 import pytest
 from confluent_kafka import Producer
@@ -14,10 +16,11 @@ from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-def
 from sparkcdc.codec.base import message_encoder
 from sparkcdc.consumer.kafka_consumer import KafkaConsumer, KafkaConsumerConfig
 from sparkcdc.devtools.kafka import KafkaBroker
-from sparkcdc.errors import ConfigError, CorruptDataError
+from sparkcdc.errors import CorruptDataError
 from sparkcdc.model import ColumnInfo, IndexInfo, RowChange, RowOp, TableInfo
 from sparkcdc.model.table import with_handle_keys
 from sparkcdc.mysql.target import MysqlTarget
+from tests.fixtures.ticdc_canal_json import WITHOUT_EXTENSION
 from tests.integration.consumer.servers import run_sql
 
 pytestmark = pytest.mark.integration
@@ -107,9 +110,110 @@ def test_a_restart_resumes_without_applying_twice(kafka_broker: KafkaBroker, dow
     assert rows(downstream) == [(1, "changed downstream"), (2, "b")]
 
 
-def test_canal_json_needs_the_tidb_extension(kafka_broker: KafkaBroker) -> None:
-    with pytest.raises(ConfigError, match="enable-tidb-extension=true"):
-        KafkaConsumerConfig.from_uri(f"kafka://{kafka_broker.bootstrap}/t?protocol=canal-json", {}, "g")
+# The tables the real messages' rows need downstream (their CREATE TABLEs are not among the messages), as TiDB had
+# them: types from the messages' mysqlType, keys from pkNames, lengths wide enough for the values.
+REAL_TABLES = (
+    "CREATE DATABASE test",
+    "CREATE TABLE test.employee (id INT PRIMARY KEY, FirstName VARCHAR(32), LastName VARCHAR(32), HireDate DATE, "
+    "OfficeLocation VARCHAR(32))",
+    "CREATE TABLE test.student (id VARCHAR(20) PRIMARY KEY, name VARCHAR(20), age VARCHAR(100), `desc` VARCHAR(100))",
+    "CREATE TABLE test.data_type (id INT PRIMARY KEY, `tinyint` TINYINT, `smallint` SMALLINT, `mediumint` MEDIUMINT, "
+    "`int` INT, `bigint` BIGINT, `float` FLOAT, `double` DOUBLE, `decimal` DECIMAL(20,8), `date` DATE, "
+    "`datetime` DATETIME, `time` TIME, `timestamp` TIMESTAMP NULL, `char` CHAR(16), `varchar` VARCHAR(64), "
+    "`binary` BINARY(10), `varbinary` VARBINARY(16), `blob` BLOB, `text` TEXT, `enum` ENUM('a','b'), "
+    "`set` SET('a','b'), `json` JSON)",
+    "CREATE DATABASE bdp_admin",
+    "CREATE TABLE bdp_admin.bdp_job_node_run_history (id INT PRIMARY KEY, name VARCHAR(32), type VARCHAR(32))",
+    "CREATE TABLE bdp_admin.t1 (id INT PRIMARY KEY, name VARCHAR(32), type VARCHAR(32))",
+)
+
+
+@pytest.fixture
+def real_downstream(target: MysqlTarget) -> Iterator[MysqlTarget]:
+    drop = ("DROP DATABASE IF EXISTS test", "DROP DATABASE IF EXISTS bdp_admin", "DROP DATABASE IF EXISTS jan",
+            "DROP DATABASE IF EXISTS sparkcdc_consumer")  # fmt: skip
+    run_sql(target, *drop, *REAL_TABLES)
+    yield target
+    run_sql(target, *drop)
+
+
+def real_topic(broker: KafkaBroker, name: str) -> None:
+    """The 17 real TiCDC canal-json messages without ``_tidb`` on one partition, in the order their changefeeds
+    committed them (``es``: each source's tables are its own)."""
+    topic_with(broker, name, [m.value for m in sorted(WITHOUT_EXTENSION, key=lambda m: json.loads(m.value)["es"])])
+
+
+def committed(broker: KafkaBroker, topic: str, group: str) -> int:
+    """The group's committed offset of partition 0 (-1001: none)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": broker.bootstrap, "group.id": group})
+    try:
+        return int(c.committed([TopicPartition(topic, 0)], timeout=10)[0].offset)
+    finally:
+        c.close()
+
+
+def drain(consumer: KafkaConsumer, until: Callable[[KafkaConsumer], bool]) -> None:
+    """Run ``consumer`` until ``until`` holds for 5 polls in a row (at most 200 polls, about 40 s)."""
+    stop = threading.Event()
+    polls = [0, 0]
+
+    def progress(c: KafkaConsumer) -> None:
+        polls[0] += 1
+        polls[1] = polls[1] + 1 if until(c) else 0
+        if polls[1] > 5 or polls[0] > 200:
+            stop.set()
+
+    try:
+        consumer.run(stop, progress)
+    finally:
+        consumer.close()
+
+
+def test_real_canal_json_without_the_tidb_extension_is_applied(
+    kafka_broker: KafkaBroker, real_downstream: MysqlTarget
+) -> None:
+    """A plain ``?protocol=canal-json`` URI is accepted, as TiCDC's consumer accepts it, and every real message is
+    applied in the order read (one partition: the changefeeds' order); the group's offset ends after the last."""
+    real_topic(kafka_broker, "kc-real-plain")
+    config = KafkaConsumerConfig.from_uri(f"kafka://{kafka_broker.bootstrap}/kc-real-plain?protocol=canal-json", {},
+                                          "g-kc-real-plain")  # fmt: skip
+    consumer = KafkaConsumer(config, real_downstream)
+    drain(consumer, lambda c: c.stats.rows_applied >= 12 and c.stats.ddls_executed >= 5)
+    assert (consumer.stats.rows_applied, consumer.stats.ddls_executed) == (12, 5)
+    t = real_downstream
+    assert run_sql(t, "SELECT COUNT(*) FROM test.employee") == [(0,)]  # INSERT, UPDATE, DELETE of one row
+    assert run_sql(t, "SELECT id, `desc` FROM test.student ORDER BY id") == [
+        ("21", " 好学生 "), ("22", " 也是个好学生 "), ("23", " 更是个好学生 ")]  # fmt: skip
+    assert run_sql(t, "SELECT * FROM bdp_admin.bdp_job_node_run_history") == [(3, "工商银行A", "bank")]
+    assert run_sql(t, "SELECT * FROM bdp_admin.t1") == [(100, "test", "a")]
+    assert run_sql(t, "SELECT * FROM test.simple1") == [(1, 1)]  # created by its CREATE TABLE message
+    assert run_sql(t, "SELECT id, k FROM jan.sbtest1 ORDER BY id") == [(1, 1), (2, 2)]  # database, table: messages
+    assert run_sql(t, "SHOW INDEX FROM jan.sbtest1 WHERE Key_name = 'k_1'")  # and the CINDEX message
+    assert run_sql(t, "SELECT COUNT(*) FROM test.sbtest5") == [(0,)]
+    row = run_sql(t, "SELECT `binary`, `enum`, `set`, `decimal`, `json`, `time` FROM test.data_type")[0]
+    assert row[:4] == (b"Joseph\0\0\0\0", "a", "a", Decimal("1.20364700")) and json.loads(row[4]) == {"a": 1, "b": 2}
+    assert str(row[5]) == "20:23:41"
+    assert committed(kafka_broker, "kc-real-plain", "g-kc-real-plain") == 17
+
+
+def test_real_canal_json_without_the_tidb_extension_read_with_it_is_refused_at_the_first(
+    kafka_broker: KafkaBroker, real_downstream: MysqlTarget
+) -> None:
+    """With ``enable-tidb-extension=true`` in the URI, the first message without ``_tidb`` stops the consumer in one
+    line naming topic, partition and offset; nothing is applied and no offset is committed (it was dropped in
+    silence, and the offsets committed past it)."""
+    real_topic(kafka_broker, "kc-real-ext")
+    uri = f"kafka://{kafka_broker.bootstrap}/kc-real-ext?protocol=canal-json&enable-tidb-extension=true"
+    consumer = KafkaConsumer(KafkaConsumerConfig.from_uri(uri, {}, "g-kc-real-ext"), real_downstream)
+    with pytest.raises(CorruptDataError) as e:
+        drain(consumer, lambda c: False)
+    assert e.value.message.startswith("topic kc-real-ext partition 0 offset 0: ") and "\n" not in e.value.message
+    assert "carries no commit-ts ('_tidb.commitTs') although enable-tidb-extension=true is set" in e.value.message
+    assert consumer.stats.rows_applied == 0 and consumer.stats.ddls_executed == 0
+    assert committed(kafka_broker, "kc-real-ext", "g-kc-real-ext") < 0
+    assert run_sql(real_downstream, "SELECT COUNT(*) FROM test.student") == [(0,)]
 
 
 def test_joining_mid_stream_applies_from_the_first_bootstrap(

@@ -276,6 +276,24 @@ def test_a_foreign_message_fails_naming_topic_partition_and_offset(kspark: Any, 
     assert "invalid JSON" in str(e.value)
 
 
-def test_canal_json_without_the_tidb_extension_is_refused(kspark: Any, kafka_broker: KafkaBroker) -> None:
-    with pytest.raises(Exception, match="enable-tidb-extension=true"):
-        kspark.read.format("ticdc-kafka").load(f"kafka://{kafka_broker.bootstrap}/any?protocol=canal-json").collect()
+def test_real_canal_json_without_the_tidb_extension_reads_every_row(kspark: Any, kafka_broker: KafkaBroker) -> None:
+    """Real TiCDC canal-json without ``_tidb`` (issue 26, item 2) on 3 partitions, as a changefeed spreads it (DDLs
+    on partition 0, each table on one partition): a plain ``protocol=canal-json`` path reads every row once with
+    commit_ts 0 (none was dropped as a re-send); with ``enable-tidb-extension=true`` the read fails at the first
+    message, naming topic, partition and offset."""
+    from tests.fixtures.ticdc_canal_json import WITHOUT_EXTENSION
+
+    docs = [orjson.loads(m.value) for m in WITHOUT_EXTENSION]
+    tables = sorted({(d["database"], d["table"]) for d in docs})
+    spread = [(0 if d["isDdl"] else tables.index((d["database"], d["table"])) % PARTITIONS, Message(None, m.value))
+              for d, m in zip(docs, WITHOUT_EXTENSION)]  # fmt: skip
+    create_topic(kafka_broker, "ks-real")
+    produce(kafka_broker, "ks-real", spread)
+    plain = collect(kspark.read.format("ticdc-kafka").load(f"kafka://{kafka_broker.bootstrap}/ks-real?protocol=canal-json"))
+    assert len(plain) == 12 and {r[4] for r in plain} == {0}
+    assert sorted(r[7]["id"] for r in plain if r[1] == "student") == ["21", "22", "23"]
+    with pytest.raises(Exception) as e:
+        kspark.read.format("ticdc-kafka").option("enable-tidb-extension", "true").load(
+            f"kafka://{kafka_broker.bootstrap}/ks-real?protocol=canal-json").collect()  # fmt: skip
+    assert "topic ks-real partition " in str(e.value) and " offset 0: " in str(e.value)
+    assert "carries no commit-ts" in str(e.value)

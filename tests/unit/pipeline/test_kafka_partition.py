@@ -179,3 +179,22 @@ def test_markers_find_watermarks_and_schemas_only() -> None:
     mark = marker_reader("canal-json", CanalJsonMessageDecoder(CanalJsonConfig.from_options(options)))
     assert mark(enc.encode_watermark(9).value) == Marker(watermark=9)
     assert mark(enc.encode_row(insert(1, T1, 1)).value) == Marker()
+
+
+def test_rows_without_commit_ts_are_all_emitted_in_offset_order() -> None:
+    """Real TiCDC canal-json without ``_tidb`` (issue 26, item 2): no watermark, commit-ts 0, nothing taken for a
+    re-send; read as if it had the extension, the first message fails naming topic, partition and offset."""
+    from tests.fixtures.ticdc_canal_json import WITHOUT_EXTENSION
+
+    values = [m.value for m in WITHOUT_EXTENSION]
+
+    def decoder(extension: bool) -> CanalJsonMessageDecoder:
+        return CanalJsonMessageDecoder(CanalJsonConfig(enable_tidb_extension=extension), check_extension=True)
+
+    rows = PartitionRows(decoder(False), topic="tp", partition=2)
+    out = [pair for offset, value in enumerate(values) for pair in rows.feed(offset, value)]
+    rows.finish()
+    dml = [o for o, v in enumerate(values) if b'"isDdl":false' in v]
+    assert [o for o, _ in out] == dml and all(r.commit_ts == 0 for _, r in out) and rows.fallback == 0
+    with pytest.raises(CorruptDataError, match=r"^topic tp partition 2 offset 0: .*carries no commit-ts"):
+        PartitionRows(decoder(True), topic="tp", partition=2).feed(0, values[0])

@@ -27,6 +27,15 @@ def test_the_path_is_a_sink_uri_and_options_fill_in_its_codec_parameters() -> No
     assert pickle.loads(pickle.dumps(cc)) == cc
 
 
+def test_plain_canal_json_is_accepted_as_ticdcs_consumer_accepts_it() -> None:
+    """Without the TiDB extension (no commit-ts, no watermarks), as TiCDC's consumer accepts it; the decoder
+    checks that the messages say the same (``check_extension``)."""
+    plain = cfg("kafka://h:9092/t?protocol=canal-json")
+    assert plain.protocol == "canal-json" and not plain.sink.enable_tidb_extension
+    assert plain.decoder()._check_extension and not plain.decoder().config.enable_tidb_extension
+    assert cfg("kafka://h:9092/t?protocol=canal-json&enable-tidb-extension=true").decoder().config.enable_tidb_extension
+
+
 def test_starting_offsets() -> None:
     assert cfg(startingOffsets="latest").starting == {-1: LATEST}
     assert cfg(STARTINGOFFSETS=" Earliest ").starting == {-1: EARLIEST}
@@ -43,7 +52,8 @@ def test_starting_offsets() -> None:
         ("s3://bucket/x", {}, "is not a Kafka sink URI"),
         ("kafka://h:9092/t", {}, "protocol is required"),
         ("kafka://h:9092/t?protocol=avro", {}, "not supported"),
-        ("kafka://h:9092/t?protocol=canal-json", {}, "no commit-ts without the TiDB extension.*enable-tidb-extension"),
+        ("kafka://h:9092/t?protocol=canal-json", {"up-to-watermark": "true"}, "up-to-watermark needs watermarks.*"
+         "canal-json has them only with the TiDB extension"),
         ("kafka://h:9092/t?protocol=simple", {"protocol": "canal-json"}, "contradicts protocol='simple'"),
         ("kafka://h:9092/t?protocol=simple", {"up-to-watermark": "maybe"}, "up-to-watermark='maybe' is not a boolean"),
         ("kafka://h:9092/t?protocol=simple", {"maxOffsetsPerTrigger": "5"}, "unknown option.*'maxoffsetspertrigger'"),

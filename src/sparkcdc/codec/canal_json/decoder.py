@@ -4,7 +4,8 @@ Members are accepted in any order (older TiCDC wrote keys sorted, ``data`` befor
 input raises DecodeError naming the source, the line and the member or column; nothing else escapes.
 
 Where decoding is lossy (by the protocol, not by us):
-* without ``_tidb`` the commit ts is unknown and decodes as 0 (what TiCDC's consumer does);
+* without ``_tidb`` the commit ts is unknown and decodes as 0 (what TiCDC's consumer does; the Kafka readers
+  check that messages carry ``_tidb`` exactly when they expect it: ``check_extension``);
 * columns absent from a line (virtual generated columns, non-key columns of a DELETE written with
   ``delete-only-output-handle-key-columns``) decode as ``None``;
 * the message decoder only knows what ``mysqlType``/``pkNames`` say: no nullability, charset, unique keys;
@@ -275,6 +276,12 @@ class CanalJsonMessageDecoder:
     a DecodeError. A handle-key-only message needs an upstream lookup (TiCDC queries TiDB at the commit ts):
     with ``allow_handle_key_only`` it decodes to rows of a table holding only those key columns (the
     message's ``mysqlType``), otherwise it raises DecodeError.
+
+    ``check_extension`` is the rule of the Kafka readers, which order rows by what ``_tidb`` says: every message
+    must carry the TiDB extension exactly when ``config.enable_tidb_extension`` is set. Under the extension a DML
+    or DDL message without ``_tidb.commitTs`` cannot be put in commit order; without it, a message with ``_tidb``
+    (a watermark, a commit-ts) shows that the changefeed sets the extension and the reader should too. Either is
+    a DecodeError saying which setting to change. Unchecked (storage files, tests), a missing commit-ts is 0.
     """
 
     def __init__(
@@ -283,19 +290,23 @@ class CanalJsonMessageDecoder:
         *,
         claim_check_reader: ClaimCheckReader | None = None,
         allow_handle_key_only: bool = False,
+        check_extension: bool = False,
     ) -> None:
         self.config = config or CanalJsonConfig()
         self._claim_check_reader = claim_check_reader
         self._allow_handle_key_only = allow_handle_key_only
+        self._check_extension = check_extension
         self._plans: dict[tuple[Any, ...], _RowPlan] = {}
 
     def __reduce__(self) -> tuple[Any, ...]:
-        state = {"_claim_check_reader": self._claim_check_reader, "_allow_handle_key_only": self._allow_handle_key_only}
+        state = {"_claim_check_reader": self._claim_check_reader, "_allow_handle_key_only": self._allow_handle_key_only,
+                 "_check_extension": self._check_extension}  # fmt: skip
         return (type(self), (self.config,), state)
 
     def __setstate__(self, state: dict[str, Any]) -> None:
         self._claim_check_reader = state["_claim_check_reader"]
         self._allow_handle_key_only = state["_allow_handle_key_only"]
+        self._check_extension = state["_check_extension"]
 
     def decode(self, message: Message) -> Iterator[Event]:
         value = message.value if isinstance(message, Message) else message
@@ -311,6 +322,8 @@ class CanalJsonMessageDecoder:
 
     def _decode(self, value: bytes) -> list[Event]:
         obj = _load_object(value)
+        if self._check_extension:
+            self._check_tidb(obj)
         kind = obj["type"]
         if kind == WATERMARK_TYPE:
             if TIDB_MEMBER not in obj:
@@ -334,6 +347,25 @@ class CanalJsonMessageDecoder:
                 "key columns; the full row needs an upstream lookup at that commit-ts"
             )
         return list(self._plan(obj).rows(obj, commit_ts))
+
+    def _check_tidb(self, obj: Mapping[str, Any]) -> None:
+        """``check_extension``'s rule (see the class docstring); raises DecodeError."""
+        what = "a DDL" if obj["isDdl"] else "a watermark" if obj["type"] == WATERMARK_TYPE else "a DML message"
+        name = ".".join(part for part in (obj["database"], obj["table"]) if part)
+        where = f"{what} of {name}" if name else what
+        if not self.config.enable_tidb_extension:
+            if obj.get(TIDB_MEMBER):
+                raise DecodeError(
+                    f"{where} carries the TiDB extension ('_tidb'): the changefeed sets enable-tidb-extension=true; "
+                    "set enable-tidb-extension=true here too, so that rows are applied in commit-ts order"
+                )
+            return
+        if obj["type"] != WATERMARK_TYPE and not _tidb_number(obj, "commitTs"):
+            raise DecodeError(
+                f"{where} carries no commit-ts ('_tidb.commitTs') although enable-tidb-extension=true is set: the "
+                "changefeed that wrote it does not set enable-tidb-extension; remove it here too (rows are then "
+                "applied in the order they are read)"
+            )
 
     def _claim_checked(self, obj: Mapping[str, Any], location: str, commit_ts: int) -> dict[str, Any]:
         """The full DML message stored in the claim-check file ``location`` names."""
