@@ -277,3 +277,27 @@ def copy_tail(bootstrap: str, source: str, dest: str, first: Callable[[dict[str,
             producer.produce(dest, m.value, m.key, partition=p)
     assert producer.flush(30) == 0
     return rows_first
+
+
+def test_a_broker_nobody_answers_on_ends_it_in_one_line_after_dial_timeout(
+    target: MysqlTarget,  # noqa: F811
+) -> None:
+    """Issue 26, item 5: it never exited and printed 779 lines in 45 s. Now the cluster gets dial-timeout (here 3 s;
+    10 s by default) to answer at start, then one `Error:` line and exit 1; librdkafka's own lines stay out."""
+    from tests.integration.consumer.test_kafka_consumer import closed_port
+
+    port = closed_port()
+    started = time.monotonic()
+    done = subprocess.run(
+        [CDC, "kafka-consumer", "--upstream-uri", f"kafka://127.0.0.1:{port}/t?protocol=simple&dial-timeout=3s",
+         "--downstream-uri", mysql_uri(target.host, target.port)],
+        capture_output=True, text=True, timeout=120, env=server_env(),
+    )  # fmt: skip
+    took = time.monotonic() - started
+    lines = done.stderr.splitlines()
+    assert done.returncode == 1, done.stderr
+    (error,) = [line for line in lines if line.startswith("Error:")]
+    assert error.startswith(f"Error: [CDC:ErrKafkaNewProducer] no Kafka broker at 127.0.0.1:{port} answered within 3 s "
+                            "(dial-timeout): ")  # fmt: skip
+    assert len(lines) == 2 and "kafka consumer starting" in lines[0]  # the start line, the error: nothing else
+    assert 3 <= took < 3 + 20, took  # the wait, plus Python's start

@@ -55,6 +55,7 @@ def kafka_consumer(
     the per-table checkpoint lives in the downstream (sparkcdc_consumer.checkpoint, same transaction as the rows)
     and the group's offsets are committed after it, so a restart resumes without applying anything twice.
     canal-json without enable-tidb-extension has no commit-ts and no watermarks: it is applied in the order read.
+    A cluster that does not answer within the URI's dial-timeout (default 10s) at start ends it with exit 1.
     """
     from sparkcdc.consumer.engine import EngineStats
     from sparkcdc.consumer.kafka_consumer import KafkaConsumer, KafkaConsumerConfig
@@ -93,13 +94,15 @@ def kafka_consumer(
 
     try:
         backoff = 0.5
+        reached = False  # a cluster that never answered is given up at once (dial-timeout), one that did is retried
         while not stop.is_set():
             consumer = KafkaConsumer(config, target)
             current[:] = [consumer]
             try:
                 consumer.run(stop, show)
             except SparkcdcError as e:
-                if not e.retryable:
+                reached = reached or consumer.connected
+                if not e.retryable or not reached:
                     raise
                 log.warning("retryable error, retrying in %.1fs: %s", backoff, e.message)
                 stop.wait(backoff)

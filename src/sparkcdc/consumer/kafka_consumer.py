@@ -27,6 +27,7 @@ from typing import Any
 
 from sparkcdc.codec.base import Message
 from sparkcdc.consumer.engine import ApplyEngine, DdlStep, EngineStats, RowsStep, ordered_step
+from sparkcdc.consumer.kafka_client import Connection, connect
 from sparkcdc.consumer.kafka_order import ArrivalOrder, Order, PartitionOrder, Step
 from sparkcdc.errors import ConfigError, CorruptDataError, DecodeError, KafkaError
 from sparkcdc.model.events import Event
@@ -86,8 +87,8 @@ class KafkaConsumerConfig:
 
 class KafkaConsumer:
     """Runs until ``stop`` is set. Raises SparkcdcError: CorruptDataError naming topic, partition and offset for
-    a message that cannot be decoded (nothing after it is applied), KafkaError for the cluster, downstream
-    errors from the applier (``retryable`` when a retry may help)."""
+    a message that cannot be decoded (nothing after it is applied), KafkaError for the cluster (``connected`` says
+    whether it ever answered), downstream errors from the applier (``retryable`` when a retry may help)."""
 
     def __init__(self, config: KafkaConsumerConfig, target: MysqlTarget) -> None:
         self.config = config
@@ -97,39 +98,19 @@ class KafkaConsumer:
         self._decoders: dict[int, Any] = {}
         self._consumer: Any = None
         self._engine: ApplyEngine | None = None
+        self.connected = False  # whether the cluster answered (see ``kafka_client``)
         self._replayed = 0  # re-sent rows the order left out, as last reported
 
-    def _connect(self) -> tuple[Any, list[int], dict[int, int]]:
-        from confluent_kafka import Consumer, KafkaException, TopicPartition
-
-        settings = {
-            **self.config.source.connection_config(f"sparkcdc_consumer_{self.config.group_id}"),
-            "group.id": self.config.group_id,
-            "enable.auto.commit": False,
-            "auto.offset.reset": "earliest",
-            "session.timeout.ms": 6000,
-        }
-        consumer = Consumer(settings, logger=log)
-        try:
-            meta = consumer.list_topics(self.topic, timeout=10).topics.get(self.topic)
-            if meta is None or meta.error is not None or not meta.partitions:
-                raise ConfigError(f"topic {self.topic!r} does not exist on {self.config.source.uri.bootstrap_servers}")
-            partitions = sorted(meta.partitions)
-            committed = consumer.committed([TopicPartition(self.topic, p) for p in partitions], timeout=10)
-        except KafkaException as e:
-            consumer.close()
-            raise KafkaError(f"cannot read topic {self.topic!r}: {e.args[0].str()}") from None
-        except BaseException:
-            consumer.close()
-            raise
-        offsets = {tp.partition: tp.offset for tp in committed if tp.offset >= 0}
-        return consumer, partitions, offsets
+    def _connect(self) -> Connection:
+        return connect(self.config.source, self.config.group_id)
 
     def run(self, stop: threading.Event, on_progress: Callable[[KafkaConsumer], None] | None = None) -> None:
         from confluent_kafka import OFFSET_BEGINNING, TopicPartition
 
-        consumer, partitions, committed = self._connect()
+        connection = self._connect()
+        consumer, partitions, committed = connection.client, connection.partitions, connection.committed
         self._consumer = consumer
+        self.connected = True
         engine = self._engine = self._new_engine()
         self.stats = engine.stats
         mid_stream = not committed and self.config.source.protocol == "simple"
@@ -164,6 +145,7 @@ class KafkaConsumer:
                 order.add(p, offset, events, origin=origin)
                 order.hold(p, held[p])
             self._apply_ready(order, engine)
+            connection.errors.report()
             if mid_stream and self.dropped > reported:
                 log.warning("joined mid-stream: dropped %d rows sent before their table's schema was announced "
                             "(%d so far)", self.dropped - reported, self.dropped)  # fmt: skip

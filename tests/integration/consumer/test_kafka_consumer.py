@@ -5,7 +5,10 @@ offset, nothing after it applied; a restart resumes from the committed offsets w
 from __future__ import annotations
 
 import json
+import logging
+import socket
 import threading
+import time
 from collections.abc import Callable, Iterator
 from decimal import Decimal
 
@@ -14,12 +17,14 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
 from sparkcdc.codec.base import message_encoder
+from sparkcdc.consumer.kafka_client import connect
 from sparkcdc.consumer.kafka_consumer import KafkaConsumer, KafkaConsumerConfig
 from sparkcdc.devtools.kafka import KafkaBroker
-from sparkcdc.errors import CorruptDataError
+from sparkcdc.errors import CorruptDataError, KafkaError
 from sparkcdc.model import ColumnInfo, IndexInfo, RowChange, RowOp, TableInfo
 from sparkcdc.model.table import with_handle_keys
 from sparkcdc.mysql.target import MysqlTarget
+from sparkcdc.sink.kafka.config import KafkaSinkConfig
 from tests.fixtures.ticdc_canal_json import WITHOUT_EXTENSION
 from tests.integration.consumer.servers import run_sql
 
@@ -233,3 +238,26 @@ def test_joining_mid_stream_applies_from_the_first_bootstrap(
     topic_with(kafka_broker, "kc-mid", tail)
     consumer = run(kafka_broker, "kc-mid", downstream)
     assert rows(downstream) == [(2, "r2"), (3, "r3")] and consumer.dropped == 1
+
+
+def closed_port() -> int:
+    """A port on 127.0.0.1 nobody listens on (bound, then closed)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def test_a_cluster_nobody_answers_on_is_given_up_after_dial_timeout(caplog: pytest.LogCaptureFixture) -> None:
+    caplog.set_level(logging.DEBUG)
+    port = closed_port()
+    source = KafkaSinkConfig.from_uri(f"kafka://127.0.0.1:{port}/t?protocol=simple&dial-timeout=2s")
+    started = time.monotonic()
+    with pytest.raises(KafkaError) as e:
+        connect(source, "g")
+    took = time.monotonic() - started
+    assert 1.5 < took < 6, took
+    assert e.value.code == "CDC:ErrKafkaNewProducer" and "\n" not in e.value.message
+    assert e.value.message.startswith(f"no Kafka broker at 127.0.0.1:{port} answered within 2 s (dial-timeout): ")
+    assert "Connection refused" in e.value.message
+    noisy = [r for r in caplog.records if r.levelno > logging.DEBUG]
+    assert not noisy, [r.getMessage() for r in noisy]  # librdkafka's lines, if any, only at DEBUG

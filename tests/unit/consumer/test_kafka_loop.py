@@ -19,6 +19,7 @@ from sparkcdc.codec.base import Message, message_encoder
 from sparkcdc.codec.canal_json.config import CanalJsonConfig
 from sparkcdc.codec.canal_json.decoder import CanalJsonMessageDecoder
 from sparkcdc.consumer.engine import DdlStep, EngineStats, RowsStep
+from sparkcdc.consumer.kafka_client import ClientErrors, Connection
 from sparkcdc.consumer.kafka_consumer import KafkaConsumer, KafkaConsumerConfig
 from sparkcdc.errors import CorruptDataError
 from sparkcdc.model import ColumnInfo, DDLEvent, IndexInfo, RowChange, RowOp, TableInfo
@@ -128,7 +129,8 @@ def run(monkeypatch: pytest.MonkeyPatch, query: str, topic: dict[int, list[bytes
         assert below <= len(engine.rows) + len(engine.ddls) + consumer._replayed, (offsets, engine.rows)
 
     client = FakeClient(topic, seed, stop, on_commit)
-    monkeypatch.setattr(KafkaConsumer, "_connect", lambda self: (client, sorted(topic), {}))
+    connection = Connection(client, sorted(topic), {}, ClientErrors("127.0.0.1:9"))
+    monkeypatch.setattr(KafkaConsumer, "_connect", lambda self: connection)
     monkeypatch.setattr(KafkaConsumer, "_new_engine", lambda self: engine)
     consumer.run(stop)
     return consumer, client, engine
