@@ -130,3 +130,23 @@ def test_text_a_latin1_column_cannot_hold_stops_with_one_line_then_resumes(tmp_p
     res = _run(tree.root, target, "--batch-rows", "1")
     assert res.returncode == 0, res.stderr
     assert stored("t") == {1: b"a", 2: texts[1].encode()}
+
+
+def test_a_dropped_downstream_schema_stops_it_in_one_line_until_reset(prepared: tuple[Tree, MysqlTarget]) -> None:
+    """Issue 26, item 7: `DROP DATABASE` downstream, then the same consumer again: it applied nothing, silently (its
+    checkpoints said it was past everything). Now one `Error:` line naming the table and `--reset-checkpoints`, exit
+    1; with the flag, everything is applied again."""
+    tree, t = prepared
+    assert _run(tree.root, t).returncode == 0 and _ids(t) == [1]
+    run_sql(t, "DROP DATABASE errdb")
+    res = _run(tree.root, t)
+    assert res.returncode == 1
+    lines = res.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: [CDC:ErrConsumerCheckpointAhead] sparkcdc_consumer."
+                                                   "checkpoint says consumer 'default' applied rows to errdb.t "), lines
+    assert "that table is missing" in lines[0] and "run with --reset-checkpoints" in lines[0]
+    assert "s3cret-pw" not in res.stderr and "Traceback" not in res.stderr
+    res = _run(tree.root, t, "--reset-checkpoints")
+    assert res.returncode == 0, res.stderr
+    assert _ids(t) == [1]
+    assert _run(tree.root, t).returncode == 0  # and later runs go on as usual

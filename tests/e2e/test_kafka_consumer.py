@@ -301,3 +301,46 @@ def test_a_broker_nobody_answers_on_ends_it_in_one_line_after_dial_timeout(
                             "(dial-timeout): ")  # fmt: skip
     assert len(lines) == 2 and "kafka consumer starting" in lines[0]  # the start line, the error: nothing else
     assert 3 <= took < 3 + 20, took  # the wait, plus Python's start
+
+
+def test_a_dropped_downstream_stops_it_in_one_line_and_reset_checkpoints_starts_over(
+    kafka_broker: KafkaBroker, target: MysqlTarget, tmp_path: Path  # noqa: F811
+) -> None:
+    """Issue 26, item 7, for `cdc kafka-consumer`: the same group after a `DROP DATABASE` downstream read nothing (its
+    offsets were at the end) and said nothing; now one `Error:` line and exit 1, and `--reset-checkpoints` reads
+    the topic again from its first offset."""
+    from tests.integration.consumer.test_kafka_consumer import DB, messages, rows, topic_with
+
+    create = (f"CREATE DATABASE {DB}", f"CREATE TABLE {DB}.t (id INT PRIMARY KEY, v VARCHAR(20))")
+    run_sql(target, f"DROP DATABASE IF EXISTS {DB}", "DROP DATABASE IF EXISTS sparkcdc_consumer", *create)
+    topic_with(kafka_broker, "kc-cli-again", messages())
+    log = tmp_path / "consumer.log"
+    command = [CDC, "kafka-consumer", "--upstream-uri", f"kafka://{kafka_broker.bootstrap}/kc-cli-again?protocol=simple",
+               "--downstream-uri", mysql_uri(target.host, target.port), "--consumer-group-id", "g-cli-again",
+               "--log-file", str(log), "--quiet"]  # fmt: skip
+
+    def until_applied(extra: list[str]) -> None:
+        started = starts(log)
+        consumer = subprocess.Popen([*command, *extra], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                    env=server_env())  # fmt: skip
+        deadline = time.monotonic() + 60
+        try:
+            while rows(target) != [(1, "a"), (2, "b")]:
+                assert consumer.poll() is None and time.monotonic() < deadline, log.read_text()[-2000:]
+                time.sleep(0.2)
+        finally:
+            terminate(consumer, log, started_before=started)
+            _out, err = consumer.communicate(timeout=60)
+        assert consumer.returncode == 0, err
+
+    until_applied([])
+    run_sql(target, f"DROP DATABASE {DB}", *create)
+    run_sql(target, "UPDATE sparkcdc_consumer.checkpoint SET updated_at = updated_at - INTERVAL 1 MINUTE")
+    refused = subprocess.run(command, capture_output=True, text=True, timeout=120, env=server_env())
+    assert refused.returncode == 1
+    lines = refused.stderr.strip().splitlines()
+    assert len(lines) == 1 and lines[0].startswith("Error: [CDC:ErrConsumerCheckpointAhead] "), lines
+    assert f"applied rows to {DB}.t " in lines[0] and "empty and was created after" in lines[0]
+    assert rows(target) == []
+    until_applied(["--reset-checkpoints"])
+    assert "--reset-checkpoints: the group g-cli-again reads topic kc-cli-again again from {0: 0}" in log.read_text()

@@ -73,6 +73,9 @@ def _parse_interval(text: str) -> float:
               help="Skip files that are not part of the storage-sink layout instead of stopping.")  # fmt: skip
 @click.option("--once", is_flag=True, default=False,
               help="Apply everything up to the current storage checkpoint, then exit.")  # fmt: skip
+@click.option("--reset-checkpoints", is_flag=True, default=False,
+              help="Start over: forget this consumer's checkpoints in sparkcdc_consumer.checkpoint and apply the "
+                   "tree from its beginning (for a downstream that was dropped or recreated).")  # fmt: skip
 @click.option("--quiet", is_flag=True, default=False, help="No progress line on the terminal.")
 @click.option("--metrics-addr", default="", help="Serve Prometheus metrics at http://HOST:PORT/metrics.")
 def storage_consumer(
@@ -91,6 +94,7 @@ def storage_consumer(
     batch_rows: int,
     ignore_foreign_files: bool,
     once: bool,
+    reset_checkpoints: bool,
     quiet: bool,
     metrics_addr: str,
 ) -> None:
@@ -146,6 +150,9 @@ def storage_consumer(
         storage, reader, target, changefeed=consumer_id, time_zone=timezone, workers=workers, batch_rows=batch_rows,
         on_progress=show,
     )  # fmt: skip
+    if reset_checkpoints:
+        log.warning("--reset-checkpoints: %d checkpoints of %r forgotten; the tree is applied from its beginning",
+                    consumer.engine.reset_checkpoints(), consumer_id)  # fmt: skip
     stop_metrics = serve_metrics(metrics_addr, lambda: consumer.progress, consumer_id) if metrics_addr else None
     backoff = 0.5
     failures = 0

@@ -33,6 +33,9 @@ log = logging.getLogger(__name__)
               help="Rows per downstream transaction (cut only between upstream transactions).")  # fmt: skip
 @click.option("--workers", type=click.IntRange(1, 64), default=4, show_default=True,
               help="Tables applied in parallel (one downstream connection each).")  # fmt: skip
+@click.option("--reset-checkpoints", is_flag=True, default=False,
+              help="Start over: read the topic again from its first offsets and forget this group's checkpoints in "
+                   "sparkcdc_consumer.checkpoint (for a downstream that was dropped or recreated).")  # fmt: skip
 @click.option("--quiet", is_flag=True, default=False, help="No progress line on the terminal.")
 @click.option("--metrics-addr", default="", help="Serve Prometheus metrics at http://HOST:PORT/metrics.")
 def kafka_consumer(
@@ -45,6 +48,7 @@ def kafka_consumer(
     timezone: str,
     batch_rows: int,
     workers: int,
+    reset_checkpoints: bool,
     quiet: bool,
     metrics_addr: str,
 ) -> None:
@@ -95,13 +99,15 @@ def kafka_consumer(
     try:
         backoff = 0.5
         reached = False  # a cluster that never answered is given up at once (dial-timeout), one that did is retried
+        start_over = reset_checkpoints
         while not stop.is_set():
-            consumer = KafkaConsumer(config, target)
+            consumer = KafkaConsumer(config, target, start_over=start_over)
             current[:] = [consumer]
             try:
                 consumer.run(stop, show)
             except SparkcdcError as e:
                 reached = reached or consumer.connected
+                start_over = consumer.start_over  # until one run has rewound the group and forgotten the checkpoints
                 if not e.retryable or not reached:
                     raise
                 log.warning("retryable error, retrying in %.1fs: %s", backoff, e.message)

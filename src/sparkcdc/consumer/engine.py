@@ -155,6 +155,14 @@ class ApplyEngine:
         """Read every stream's checkpoint of this changefeed from the downstream."""
         self.checkpoints = self._main.load_checkpoints()
 
+    def reset_checkpoints(self) -> int:
+        """Forget every stream's checkpoint of this changefeed (``--reset-checkpoints``): what the source reads next
+        is applied again. Returns how many there were."""
+        deleted = self._main.delete_checkpoints()
+        self.checkpoints = {}
+        self._known_tables.clear()
+        return deleted
+
     def ddl_version(self, schema: str, table: str) -> int:
         """The version of the table's last DDL that ran (0: none)."""
         cp = self.checkpoints.get((schema, table, DDL_PARTITION))

@@ -73,6 +73,7 @@ class Connection:
     partitions: list[int]
     committed: dict[int, int]
     errors: ClientErrors
+    wait: float = 10.0  # dial-timeout, seconds
 
 
 def connect(source: KafkaSinkConfig, group_id: str) -> Connection:
@@ -116,4 +117,20 @@ def connect(source: KafkaSinkConfig, group_id: str) -> Connection:
         client.close()
         raise
     offsets = {tp.partition: tp.offset for tp in committed if tp.offset >= 0}
-    return Connection(client, partitions, offsets, errors)
+    return Connection(client, partitions, offsets, errors, wait)
+
+
+def rewind(connection: Connection, topic: str) -> dict[int, int]:
+    """Commit each partition's first offset for the group (``--reset-checkpoints``: the group reads the topic from
+    its beginning again, also after a restart); returns them. Raises KafkaError."""
+    from confluent_kafka import KafkaException, TopicPartition
+
+    client = connection.client
+    try:
+        first = {p: int(client.get_watermark_offsets(TopicPartition(topic, p), timeout=connection.wait,
+                                                     cached=False)[0]) for p in connection.partitions}  # fmt: skip
+        client.commit(offsets=[TopicPartition(topic, p, o) for p, o in first.items()], asynchronous=False)
+    except KafkaException as e:
+        raise KafkaError(f"cannot rewind the group's offsets of topic {topic!r}: {e.args[0].str()}") from None
+    connection.committed = dict(first)
+    return first

@@ -26,8 +26,9 @@ from dataclasses import dataclass
 from typing import Any
 
 from sparkcdc.codec.base import Message
+from sparkcdc.consumer import downstream_guard
 from sparkcdc.consumer.engine import ApplyEngine, DdlStep, EngineStats, RowsStep, ordered_step
-from sparkcdc.consumer.kafka_client import Connection, connect
+from sparkcdc.consumer.kafka_client import Connection, connect, rewind
 from sparkcdc.consumer.kafka_order import ArrivalOrder, Order, PartitionOrder, Step
 from sparkcdc.errors import ConfigError, CorruptDataError, DecodeError, KafkaError
 from sparkcdc.model.events import Event
@@ -88,11 +89,13 @@ class KafkaConsumerConfig:
 class KafkaConsumer:
     """Runs until ``stop`` is set. Raises SparkcdcError: CorruptDataError naming topic, partition and offset for
     a message that cannot be decoded (nothing after it is applied), KafkaError for the cluster (``connected`` says
-    whether it ever answered), downstream errors from the applier (``retryable`` when a retry may help)."""
+    whether it ever answered), the ``downstream_guard`` refusal when the downstream lost tables the checkpoints name,
+    downstream errors from the applier (``retryable`` when a retry may help)."""
 
-    def __init__(self, config: KafkaConsumerConfig, target: MysqlTarget) -> None:
+    def __init__(self, config: KafkaConsumerConfig, target: MysqlTarget, *, start_over: bool = False) -> None:
         self.config = config
         self.target = target
+        self.start_over = start_over  # --reset-checkpoints: rewind the group, forget the checkpoints, apply again
         self.topic = config.source.topic
         self.stats = EngineStats()
         self._decoders: dict[int, Any] = {}
@@ -108,12 +111,21 @@ class KafkaConsumer:
         from confluent_kafka import OFFSET_BEGINNING, TopicPartition
 
         connection = self._connect()
-        consumer, partitions, committed = connection.client, connection.partitions, connection.committed
-        self._consumer = consumer
+        self._consumer = connection.client
         self.connected = True
         engine = self._engine = self._new_engine()
         self.stats = engine.stats
-        mid_stream = not committed and self.config.source.protocol == "simple"
+        fresh = self.start_over or not connection.committed
+        if self.start_over:  # offsets first: a crash before the checkpoints are gone leaves the guard to speak
+            first = rewind(connection, self.topic)
+            log.warning("--reset-checkpoints: the group %s reads topic %s again from %s; %d checkpoints of %r "
+                        "forgotten", self.config.group_id, self.topic, first, engine.reset_checkpoints(),
+                        self.config.changefeed)  # fmt: skip
+            self.start_over = False  # done: a retry resumes from what this run commits
+        else:
+            downstream_guard.check(engine.main_applier)
+        consumer, partitions, committed = connection.client, connection.partitions, connection.committed
+        mid_stream = fresh and self.config.source.protocol == "simple"
         decoders = self._decoders = {p: self.config.decoder(mid_stream=mid_stream) for p in partitions}
         held: dict[int, int | None] = dict.fromkeys(partitions)
         order: Order = PartitionOrder(partitions) if self.config.ordered else ArrivalOrder(partitions)

@@ -28,6 +28,7 @@ import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 
+from sparkcdc.consumer import downstream_guard
 from sparkcdc.consumer.engine import DEFAULT_BATCH_ROWS, ApplyEngine, Batch, DdlStep, EngineStats, RowsStep, Step
 from sparkcdc.consumer.storage_reader import (
     DataFile,
@@ -98,6 +99,7 @@ class StorageConsumer:
         self.progress = Progress()
         self._schema_cache: dict[str, SchemaEntry] = {}
         self._local = threading.local()
+        self._guarded = False
         notify = (lambda: on_progress(self.progress)) if on_progress is not None else None
         self.engine = ApplyEngine(target, changefeed=changefeed, time_zone=time_zone, workers=workers,
                                   stats=self.progress, on_progress=notify)  # fmt: skip
@@ -115,7 +117,11 @@ class StorageConsumer:
     # -- one round ----------------------------------------------------------------------------------
     def run_once(self) -> bool:
         """Apply everything available up to the storage checkpoint. Returns False when there is no
-        ``metadata`` yet (nothing can be applied safely)."""
+        ``metadata`` yet (nothing can be applied safely). The first round first checks that the downstream still
+        has what the checkpoints say was applied (``downstream_guard``)."""
+        if not self._guarded:
+            downstream_guard.check(self.engine.main_applier)
+            self._guarded = True
         snap = scan(self.storage, self.reader_cfg, self._schema_cache)
         self.progress.rounds += 1
         if snap.checkpoint_ts is None:

@@ -68,12 +68,14 @@ _CHECKPOINT_DDL = """CREATE TABLE IF NOT EXISTS {table} (
   PRIMARY KEY (changefeed, db, tbl, part)
 ) """ + CHARSET_CLAUSE
 
+# ``updated_at`` is set on every write, also one that changes nothing else (a DDL without commit-ts run again), so
+# it says when the stream was last applied (``consumer.downstream_guard``).
 _UPSERT_CHECKPOINT = (
     "INSERT INTO {table} "
     "(changefeed, db, tbl, part, table_version, date, file_index, row_offset, commit_ts, pending_version) "
     "VALUES (%s,%s,%s,%s,%s,%s,%s,%s,%s,%s) ON DUPLICATE KEY UPDATE table_version=VALUES(table_version), "
     "date=VALUES(date), file_index=VALUES(file_index), row_offset=VALUES(row_offset), "
-    "commit_ts=VALUES(commit_ts), pending_version=VALUES(pending_version)"
+    "commit_ts=VALUES(commit_ts), pending_version=VALUES(pending_version), updated_at=CURRENT_TIMESTAMP(6)"
 )
 
 
@@ -201,6 +203,40 @@ class MysqlApplier:
             cp = Checkpoint(r[0], r[1], int(r[2]), int(r[3]), r[4], int(r[5]), int(r[6]), int(r[7]), int(r[8]))
             out[cp.key] = cp
         return out
+
+    def stream_times(self) -> list[tuple[str, str, int, float]]:
+        """``(db, tbl, part, when it was last written)`` of every stream of this changefeed, the time in seconds
+        since the epoch (the downstream's clock). Raises SparkcdcError."""
+        rows = self.transaction([(f"SELECT db, tbl, part, UNIX_TIMESTAMP(updated_at) FROM {self._table} "
+                                  "WHERE changefeed=%s", (self.changefeed,))])[0]  # fmt: skip
+        return [(r[0], r[1], int(r[2]), float(r[3])) for r in rows]
+
+    def table_times(self, schemas: Sequence[str]) -> dict[tuple[str, str], float | None]:
+        """The tables of ``schemas`` that exist downstream, with when each was created (seconds since the epoch;
+        None when the server does not say). Raises SparkcdcError."""
+        if not schemas:
+            return {}
+        sql = ("SELECT table_schema, table_name, UNIX_TIMESTAMP(create_time) FROM information_schema.tables "
+               f"WHERE table_schema IN ({','.join(['%s'] * len(schemas))})")  # fmt: skip
+        rows = self.transaction([(sql, schemas)])[0]
+        return {(r[0], r[1]): None if r[2] is None else float(r[2]) for r in rows}
+
+    def is_empty(self, schema: str, table: str) -> bool:
+        """Whether ``schema.table`` holds no row. Raises SparkcdcError."""
+        rows = self.transaction([(f"SELECT 1 FROM {quote_ident(schema)}.{quote_ident(table)} LIMIT 1", ())])[0]
+        return not rows
+
+    def delete_checkpoints(self) -> int:
+        """Forget every stream of this changefeed (start over); returns how many there were. Raises SparkcdcError."""
+        conn = self._connection()
+        try:
+            with conn.cursor() as cur:
+                deleted = cur.execute(f"DELETE FROM {self._table} WHERE changefeed=%s", (self.changefeed,))
+            conn.commit()
+        except Exception as e:
+            self._rollback()
+            raise self._error("deleting checkpoints", e) from None
+        return int(deleted)
 
     def _write_checkpoint(self, cur: Any, cp: Checkpoint) -> None:
         cur.execute(

@@ -17,10 +17,11 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
 from sparkcdc.codec.base import message_encoder
+from sparkcdc.consumer.downstream_guard import ERR_AHEAD
 from sparkcdc.consumer.kafka_client import connect
 from sparkcdc.consumer.kafka_consumer import KafkaConsumer, KafkaConsumerConfig
 from sparkcdc.devtools.kafka import KafkaBroker
-from sparkcdc.errors import CorruptDataError, KafkaError
+from sparkcdc.errors import CorruptDataError, KafkaError, SparkcdcError
 from sparkcdc.model import ColumnInfo, IndexInfo, RowChange, RowOp, TableInfo
 from sparkcdc.model.table import with_handle_keys
 from sparkcdc.mysql.target import MysqlTarget
@@ -55,10 +56,11 @@ def topic_with(broker: KafkaBroker, name: str, values: list[bytes]) -> None:
     assert producer.flush(10) == 0
 
 
-def run(broker: KafkaBroker, topic: str, target: MysqlTarget, query: str = "protocol=simple") -> KafkaConsumer:
+def run(broker: KafkaBroker, topic: str, target: MysqlTarget, query: str = "protocol=simple",
+        start_over: bool = False) -> KafkaConsumer:  # fmt: skip
     """Run the consumer until it raises or has applied everything (then stop it)."""
     config = KafkaConsumerConfig.from_uri(f"kafka://{broker.bootstrap}/{topic}?{query}", {}, f"g-{topic}")
-    consumer = KafkaConsumer(config, target)
+    consumer = KafkaConsumer(config, target, start_over=start_over)
     stop = threading.Event()
     polls = [0, 0]  # all, since everything was applied
 
@@ -219,6 +221,30 @@ def test_real_canal_json_without_the_tidb_extension_read_with_it_is_refused_at_t
     assert consumer.stats.rows_applied == 0 and consumer.stats.ddls_executed == 0
     assert committed(kafka_broker, "kc-real-ext", "g-kc-real-ext") < 0
     assert run_sql(real_downstream, "SELECT COUNT(*) FROM test.student") == [(0,)]
+
+
+def test_a_dropped_or_recreated_downstream_stops_it_until_it_starts_over(
+    kafka_broker: KafkaBroker, downstream: MysqlTarget
+) -> None:
+    """Issue 26, item 7: after a DROP DATABASE downstream, the same group read nothing (its offsets are at the end)
+    and said nothing. Now it refuses in one line, missing or recreated empty, and --reset-checkpoints (start_over)
+    reads the topic again from its first offset and applies it all."""
+    topic_with(kafka_broker, "kc-again", messages())
+    assert run(kafka_broker, "kc-again", downstream).stats.rows_applied == 2
+    run_sql(downstream, f"DROP DATABASE {DB}")
+    with pytest.raises(SparkcdcError) as e:
+        run(kafka_broker, "kc-again", downstream)
+    assert e.value.code == ERR_AHEAD and "\n" not in e.value.message
+    assert f"consumer 'default' applied rows to {DB}.t (last at " in e.value.message
+    assert "but that table is missing" in e.value.message and "--reset-checkpoints" in e.value.message
+    run_sql(downstream, "UPDATE sparkcdc_consumer.checkpoint SET updated_at = updated_at - INTERVAL 1 MINUTE",
+            f"CREATE DATABASE {DB}", f"CREATE TABLE {DB}.t (id INT PRIMARY KEY, v VARCHAR(20))")  # fmt: skip
+    with pytest.raises(SparkcdcError, match="but that table is empty and was created after"):
+        run(kafka_broker, "kc-again", downstream)
+    over = run(kafka_broker, "kc-again", downstream, start_over=True)
+    assert over.stats.rows_applied == 2 and rows(downstream) == [(1, "a"), (2, "b")]
+    assert committed(kafka_broker, "kc-again", "g-kc-again") == 5
+    assert run(kafka_broker, "kc-again", downstream).stats.rows_applied == 0  # and the next run goes on from there
 
 
 def test_joining_mid_stream_applies_from_the_first_bootstrap(

@@ -6,9 +6,10 @@ from pathlib import Path
 
 import pytest
 
+from sparkcdc.consumer.downstream_guard import ERR_AHEAD
 from sparkcdc.consumer.storage_consumer import StorageConsumer
 from sparkcdc.consumer.storage_reader import ReaderConfig
-from sparkcdc.errors import CorruptDataError
+from sparkcdc.errors import CorruptDataError, SparkcdcError
 from sparkcdc.model import ColumnInfo, DDLAction
 from sparkcdc.mysql.target import MysqlTarget
 from sparkcdc.storage.external import ExternalStorage
@@ -132,3 +133,68 @@ def test_corrupt_file_stops_without_advancing_then_resumes(tmp_path: Path, down:
     c.run_once()
     c.close()
     assert _rows(down, "SELECT id FROM db.t ORDER BY id") == [(1,), (2,), (3,)]
+
+
+def _age_checkpoints(t: MysqlTarget) -> None:
+    """The consumer's last writes as if a minute ago (CREATE_TIME has whole seconds: a table recreated in the same
+    second as the last checkpoint would not show as newer)."""
+    run_sql(t, "UPDATE sparkcdc_consumer.checkpoint SET updated_at = updated_at - INTERVAL 1 MINUTE")
+
+
+def test_a_dropped_or_recreated_downstream_stops_it_until_the_checkpoints_are_reset(
+    tmp_path: Path, down: MysqlTarget
+) -> None:
+    """Issue 26, item 7: the checkpoints survive a DROP DATABASE of the user's schema, and a new run applied nothing
+    without a word. Now it refuses in one line naming the table, missing or recreated empty, until it starts over."""
+    t = table("db", "t")
+    tree = Tree(tmp_path, width=6)
+    tree.db_schema("db", V1, "CREATE DATABASE `db`", DDLAction.CREATE_SCHEMA)
+    tree.schema(t, V1 + 10, "CREATE TABLE `t` (id INT PRIMARY KEY, v VARCHAR(20))", DDLAction.CREATE_TABLE)
+    tree.data("db", "t", V1 + 10, 1, [csv_row("I", "db", "t", V1 + 20, 1, "a"),
+                                      csv_row("I", "db", "t", V1 + 21, 2, "b")])  # fmt: skip
+    tree.metadata(V1 + 80)
+    c = _consumer(tmp_path, down)
+    assert c.run_once()
+    c.close()
+    run_sql(down, "DROP DATABASE db")
+
+    again = _consumer(tmp_path, down)
+    with pytest.raises(SparkcdcError) as e:
+        again.run_once()
+    assert e.value.code == ERR_AHEAD and "\n" not in e.value.message
+    assert "consumer 'default' applied rows to db.t (last at " in e.value.message
+    assert "but that table is missing" in e.value.message and "--reset-checkpoints" in e.value.message
+    again.close()
+    assert run_sql(down, "SHOW DATABASES LIKE 'db'") == []  # nothing was done: not even t recreated from its schema
+
+    _age_checkpoints(down)
+    run_sql(down, "CREATE DATABASE db", "CREATE TABLE db.t (id INT PRIMARY KEY, v VARCHAR(20))")  # by hand, empty
+    recreated = _consumer(tmp_path, down)
+    with pytest.raises(SparkcdcError, match=r"applied rows to db\.t .*but that table is empty and was created after"):
+        recreated.run_once()
+    recreated.close()
+
+    over = _consumer(tmp_path, down)
+    assert over.engine.reset_checkpoints() == 3  # the database's and the table's DDL streams, the data stream
+    assert over.run_once()
+    over.close()
+    assert _rows(down, "SELECT id, v FROM db.t ORDER BY id") == [(1, "a"), (2, "b")]
+    assert over.progress.rows_applied == 2
+
+
+def test_a_table_the_consumer_dropped_itself_is_no_reason_to_stop(tmp_path: Path, down: MysqlTarget) -> None:
+    t = table("db", "t")
+    tree = Tree(tmp_path, width=6)
+    tree.db_schema("db", V1, "CREATE DATABASE `db`", DDLAction.CREATE_SCHEMA)
+    tree.schema(t, V1 + 10, "CREATE TABLE `t` (id INT PRIMARY KEY, v VARCHAR(20))", DDLAction.CREATE_TABLE)
+    tree.data("db", "t", V1 + 10, 1, [csv_row("I", "db", "t", V1 + 20, 1, "a")])
+    tree.schema(t, V1 + 30, "DROP TABLE `t`", DDLAction.DROP_TABLE)
+    tree.metadata(V1 + 80)
+    c = _consumer(tmp_path, down)
+    assert c.run_once() and c.progress.ddls_executed == 3
+    c.close()
+    assert run_sql(down, "SHOW TABLES FROM db") == []
+    again = _consumer(tmp_path, down)
+    assert again.run_once()  # no refusal: the consumer's own DROP TABLE explains the missing table
+    again.close()
+    assert again.progress.rows_applied == 0

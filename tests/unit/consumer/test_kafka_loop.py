@@ -91,11 +91,28 @@ class FakeClient:
         pass
 
 
+class FakeApplier:
+    """A downstream with no checkpoints yet, for the start check."""
+
+    changefeed = "g"
+    checkpoint_schema = "sparkcdc_consumer"
+
+    def stream_times(self) -> list[tuple[str, str, int, float]]:
+        return []
+
+    def table_times(self, schemas: Sequence[str]) -> dict[tuple[str, str], float | None]:
+        return {}
+
+    def is_empty(self, schema: str, table: str) -> bool:
+        return True
+
+
 class FakeEngine:
     """Records what reaches the downstream: row values per table in apply order, and DDL queries."""
 
     def __init__(self) -> None:
         self.stats = EngineStats()
+        self.main_applier = FakeApplier()
         self.rows: list[RowChange] = []
         self.ddls: list[str] = []
 
