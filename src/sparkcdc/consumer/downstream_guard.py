@@ -29,7 +29,7 @@ from dataclasses import dataclass
 from typing import Final
 
 from sparkcdc.errors import SparkcdcError
-from sparkcdc.mysql.applier import CONSUMER_SCHEMA, DDL_PARTITION, MysqlApplier
+from sparkcdc.mysql.applier import DDL_PARTITION, MysqlApplier
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +74,7 @@ def lost_tables(
     return out
 
 
-def refusal(lost: Sequence[Lost], changefeed: str, checkpoint_schema: str = CONSUMER_SCHEMA) -> SparkcdcError:
+def refusal(lost: Sequence[Lost], changefeed: str, checkpoint_schema: str) -> SparkcdcError:
     """One line: what the checkpoints say, which tables the downstream lost, and how to start over."""
     first = lost[0]
     state = "missing" if first.missing else "empty and was created after that"

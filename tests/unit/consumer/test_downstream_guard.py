@@ -47,7 +47,7 @@ def test_a_table_recreated_empty_after_its_rows_is_lost() -> None:
 
 def test_the_refusal_is_one_line_naming_the_table_and_how_to_start_over() -> None:
     lost = [Lost("shop", t, t != "b", T0) for t in ("a", "b", "c", "d", "e")]
-    e = refusal(lost, "app-replica")
+    e = refusal(lost, "app-replica", "sparkcdc_consumer")
     assert e.code == ERR_AHEAD and not e.retryable and "\n" not in e.message
     assert e.message.startswith("sparkcdc_consumer.checkpoint says consumer 'app-replica' applied rows to shop.a "
                                 "(last at 2026-09-21 14:13:20 UTC), but that table is missing (so are shop.b, "
@@ -62,4 +62,4 @@ def test_the_refusal_is_one_line_naming_the_table_and_how_to_start_over() -> Non
 @pytest.mark.parametrize("name", ["db.with.dots", "ünïcode", "back`tick"])
 def test_any_table_name_is_named_as_it_is(name: str) -> None:
     (lost,) = lost_tables([(name, name, ORDERED, T0)], {}, never_asked)
-    assert f"applied rows to {name}.{name} " in refusal([lost], "c").message
+    assert f"applied rows to {name}.{name} " in refusal([lost], "c", "sparkcdc_consumer").message
