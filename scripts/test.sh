@@ -14,6 +14,10 @@ export PATH="$VENV/bin:$PATH"
 
 echo "== ruff"; ruff check src tests benchmarks
 echo "== mypy"; mypy
+[ -x "$HOME/.cargo/bin/cargo" ] && export PATH="$HOME/.cargo/bin:$PATH"
+echo "== cargo fmt, clippy, test (native/)"
+(cd native && cargo fmt --check && PYO3_PYTHON="$VENV/bin/python" cargo clippy -q --all-targets -- -D warnings \
+  && PYO3_PYTHON="$VENV/bin/python" cargo test -q)
 echo "== pytest"
 set +e
 pytest --durations=25 "$@"
