@@ -27,16 +27,18 @@ from sparkcdc.capture.relay_log import (
     open_chunk,
 )
 from sparkcdc.capture.row_decoder import RowDecoder
+from sparkcdc.capture.rows_layout import Layout
 from sparkcdc.capture.schema_history import SchemaHistory, table_from_map
 from sparkcdc.capture.table_map import TableMap, parse_table_map
 from sparkcdc.errors import ConfigError
 from sparkcdc.filter.system_schemas import is_system_schema
-from sparkcdc.model.events import DDLEvent, RowChange, RowOp
+from sparkcdc.model.events import DDLEvent, RowChange, RowOp, RowsEvent
 from sparkcdc.model.table import TableInfo
 
 log = logging.getLogger(__name__)
 
 _DECODERS: dict[tuple[Any, ...], RowDecoder] = {}
+_LAYOUTS: dict[tuple[int, tuple[int, ...] | None], Layout] = {}
 _WARNED: set[tuple[str, str, str]] = set()
 _MAX_CACHED = 4096
 
@@ -103,6 +105,17 @@ def _decoder(m: TableMap, tz: tzinfo, info: TableInfo | None) -> RowDecoder:
     return dec
 
 
+def _layout(dec: RowDecoder, remap: tuple[int, ...] | None) -> Layout:
+    """The per-process layout of a decoder and column mapping (kernels are cached by its identity)."""
+    key = (id(dec), remap)
+    layout = _LAYOUTS.get(key)
+    if layout is None or layout.decoder is not dec:
+        if len(_LAYOUTS) >= _MAX_CACHED:
+            _LAYOUTS.clear()
+        layout = _LAYOUTS[key] = Layout(dec, remap)
+    return layout
+
+
 def _remap(m: TableMap, info: TableInfo) -> tuple[int, ...] | None:
     """Positions of the table map's columns for each TableInfo column (-1 = absent, e.g. virtual), or None
     when they already line up."""
@@ -122,8 +135,12 @@ def decode_chunk(
     tz: tzinfo | str | None = None,
     force_replicate: bool = False,
     skip_server_id: int | None = None,
-) -> Iterator[RowChange | DDLEvent]:
+    raw_rows: bool = False,
+) -> Iterator[RowChange | RowsEvent | DDLEvent]:
     """Yield the row changes and DDL events of every transaction in ``source``, in commit order.
+
+    With ``raw_rows`` each rows event comes as one undecoded ``RowsEvent`` (its ``rows()`` are the RowChanges
+    it would have yielded): a sink's native kernel encodes those bytes directly.
 
     ``schema_source`` is a loaded SchemaHistory or the puller's data dir. TIMESTAMP values render in ``tz``
     (default UTC). Rows of tables without a PK or NOT NULL unique key are skipped (with one warning per
@@ -141,9 +158,19 @@ def decode_chunk(
     try:
         for frame, events in iter_frames(stream, length, name):
             yield from _decode_frame(frame.commit_ts, frame.flags, events, history, zone, force_replicate,
-                                     skip_server_id)  # fmt: skip
+                                     skip_server_id, raw_rows)  # fmt: skip
     finally:
         stream.close()
+
+
+_OPS = {
+    b.WRITE_ROWS_V1: RowOp.INSERT,
+    b.WRITE_ROWS_V2: RowOp.INSERT,
+    b.DELETE_ROWS_V1: RowOp.DELETE,
+    b.DELETE_ROWS_V2: RowOp.DELETE,
+    b.UPDATE_ROWS_V1: RowOp.UPDATE,
+    b.UPDATE_ROWS_V2: RowOp.UPDATE,
+}
 
 
 def _decode_frame(
@@ -154,9 +181,10 @@ def _decode_frame(
     zone: tzinfo,
     force_replicate: bool,
     skip_server_id: int | None,
-) -> Iterator[RowChange | DDLEvent]:
+    raw_rows: bool = False,
+) -> Iterator[RowChange | RowsEvent | DDLEvent]:
     cs = 4 if flags & FLAG_CHECKSUM else 0
-    maps: dict[int, tuple[RowDecoder, TableInfo, tuple[int, ...] | None] | None] = {}
+    maps: dict[int, tuple[Layout, TableInfo] | None] = {}
     ddl_done = False
     skipped = False
     for ev in events:
@@ -169,28 +197,15 @@ def _decode_frame(
             entry = maps.get(table_id)
             if entry is None:
                 continue  # table skipped (system schema or ineligible)
-            dec, info, remap = entry
+            layout, info = entry
             start = 19 + 8
             if typ >= b.WRITE_ROWS_V2:
                 start += int.from_bytes(ev[start : start + 2], "little")
-            end = len(ev) - cs
-            tid = info.table_id
-            if typ in (b.WRITE_ROWS_V1, b.WRITE_ROWS_V2):
-                for row in dec.decode_rows(ev, start, end, False):
-                    if remap is not None:
-                        row = tuple(row[k] if k >= 0 else None for k in remap)
-                    yield RowChange(commit_ts, info, RowOp.INSERT, None, row, tid)
-            elif typ in (b.DELETE_ROWS_V1, b.DELETE_ROWS_V2):
-                for row in dec.decode_rows(ev, start, end, False):
-                    if remap is not None:
-                        row = tuple(row[k] if k >= 0 else None for k in remap)
-                    yield RowChange(commit_ts, info, RowOp.DELETE, row, None, tid)
+            rows = RowsEvent(commit_ts, info, _OPS[typ], ev, start, len(ev) - cs, layout, info.table_id)
+            if raw_rows:
+                yield rows
             else:
-                for before, after in dec.decode_rows(ev, start, end, True):
-                    if remap is not None:
-                        before = tuple(before[k] if k >= 0 else None for k in remap)
-                        after = tuple(after[k] if k >= 0 else None for k in remap)
-                    yield RowChange(commit_ts, info, RowOp.UPDATE, before, after, tid)
+                yield from rows.rows()
         elif typ == b.TABLE_MAP_EVENT:
             m = parse_table_map(ev[19 : len(ev) - cs])
             maps[m.table_id] = _bind(m, commit_ts, history, zone, force_replicate)
@@ -201,7 +216,7 @@ def _decode_frame(
 
 def _bind(
     m: TableMap, commit_ts: int, history: SchemaHistory, zone: tzinfo, force_replicate: bool
-) -> tuple[RowDecoder, TableInfo, tuple[int, ...] | None] | None:
+) -> tuple[Layout, TableInfo] | None:
     if is_system_schema(m.schema):  # never captured, whatever the changefeed says (filter.system_schemas)
         return None
     info = history.table_info_at(m.schema, m.table, commit_ts)
@@ -221,7 +236,7 @@ def _bind(
                    m.schema, m.table, m.names)
         info = table_from_map(m, info.table_id, info.version, info)
         remap = None
-    return _decoder(m, zone, info), info, remap
+    return _layout(_decoder(m, zone, info), remap), info
 
 
 def ddl_flag() -> int:

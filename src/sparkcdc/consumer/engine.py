@@ -33,6 +33,7 @@ from sparkcdc.errors import SparkcdcError
 from sparkcdc.filter.system_schemas import CONSUMER_SCHEMA
 from sparkcdc.model import DDLAction, RowChange
 from sparkcdc.mysql.applier import DDL_PARTITION, Checkpoint, MysqlApplier
+from sparkcdc.mysql.statements import AppliedRow
 from sparkcdc.mysql.target import MysqlTarget
 
 log = logging.getLogger(__name__)
@@ -53,7 +54,7 @@ class Batch:
     ``create`` gives the statements that create the table when it is missing downstream (a table the changefeed
     started after); it is called only then. ``files``: source files this batch finishes (progress only)."""
 
-    rows: Sequence[RowChange]
+    rows: Sequence[AppliedRow]
     position: Checkpoint
     create: Callable[[], Sequence[str]] | None = None
     files: int = 0
@@ -271,13 +272,13 @@ class ApplyEngine:
             self.on_progress()
 
 
-def _fresh(rows: Sequence[RowChange], applied: int, inclusive: bool) -> tuple[Sequence[RowChange], int]:
+def _fresh(rows: Sequence[AppliedRow], applied: int, inclusive: bool) -> tuple[Sequence[AppliedRow], int]:
     """``rows`` without replays, and how many were dropped (see the module docstring). A row without a commit-ts
     (CSV without include-commit-ts) is never a replay by commit-ts."""
     if inclusive:
         kept = [r for r in rows if r.commit_ts > applied or not r.commit_ts]
         return kept, len(rows) - len(kept)
-    out: list[RowChange] = []
+    out: list[AppliedRow] = []
     high = applied
     for r in rows:
         ts = r.commit_ts
@@ -304,7 +305,7 @@ def ordered_step(rows: Sequence[RowChange], upto: int, batch_rows: int = DEFAULT
     return RowsStep(streams, upto)
 
 
-def batches(rows: Sequence[RowChange], size: int) -> Iterator[Sequence[RowChange]]:
+def batches(rows: Sequence[AppliedRow], size: int) -> Iterator[Sequence[AppliedRow]]:
     """Batches of about ``size`` rows, cut only between transactions (commit-ts changes; anywhere between rows
     without a commit-ts)."""
     start = 0

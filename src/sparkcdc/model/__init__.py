@@ -1,7 +1,7 @@
 """Pure data model: TSOs, column types, table definitions and change events. No I/O."""
 
 from sparkcdc.model.ddl_action import DDLAction
-from sparkcdc.model.events import BootstrapEvent, DDLEvent, Event, ResolvedEvent, Row, RowChange, RowOp
+from sparkcdc.model.events import BootstrapEvent, DDLEvent, Event, ResolvedEvent, Row, RowChange, RowOp, RowsEvent
 from sparkcdc.model.table import ColumnInfo, IndexInfo, PartitionInfo, TableInfo
 
 __all__ = [
@@ -16,5 +16,6 @@ __all__ = [
     "Row",
     "RowChange",
     "RowOp",
+    "RowsEvent",
     "TableInfo",
 ]

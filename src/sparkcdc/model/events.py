@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 from enum import Enum
-from typing import Any
+from typing import Any, Protocol
 
 from sparkcdc.model.ddl_action import DDLAction
 from sparkcdc.model.table import TableInfo
@@ -118,6 +118,42 @@ def _touches_a_key_twice(rows: Sequence[RowChange]) -> bool:
             return True
         seen |= keys
     return False
+
+
+class RowsLayout(Protocol):
+    """How the rows of a ``RowsEvent`` are laid out (the capture's per-table-map decoder): it decodes them in
+    Python and describes them to the native kernels."""
+
+    def rows(self, event: RowsEvent) -> list[RowChange]:
+        """The event's row changes, exactly as the capture's decoder yields them; raises CorruptDataError."""
+        ...
+
+    def kernel_layout(self) -> tuple[list[tuple[int, int, int, bool, int, int]], list[int], list[Any]] | None:
+        """(table-map columns, each table column's table-map position, callbacks) for ``sparkcdc._native``,
+        or None when a column cannot be decoded natively."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class RowsEvent:
+    """The undecoded rows of one binlog rows event of one table (all with one op and commit-ts).
+
+    The capture yields these instead of RowChanges when asked (``decode_chunk(raw_rows=True)``), so a sink's
+    native kernel can go from the event's bytes straight to its payloads; ``rows()`` decodes them in Python.
+    ``data[start:end]`` holds the column count, the presence bitmaps and the row images (no checksum).
+    """
+
+    commit_ts: int
+    table: TableInfo
+    op: RowOp
+    data: bytes
+    start: int
+    end: int
+    layout: RowsLayout
+    physical_table_id: int = 0
+
+    def rows(self) -> list[RowChange]:
+        return self.layout.rows(self)
 
 
 @dataclass(frozen=True, slots=True)

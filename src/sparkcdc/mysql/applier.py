@@ -28,7 +28,7 @@ from typing import Any
 from sparkcdc.errors import ConfigError, SparkcdcError
 from sparkcdc.filter.system_schemas import CONSUMER_SCHEMA
 from sparkcdc.model import DDLAction, RowChange
-from sparkcdc.mysql.statements import BatchPlan, plan_batch
+from sparkcdc.mysql.statements import AppliedRow, BatchPlan, plan_batch
 from sparkcdc.mysql.target import (
     CHARSET_CLAUSE,
     MysqlTarget,
@@ -260,7 +260,7 @@ class MysqlApplier:
         self.apply([], cp)
 
     # -- rows ---------------------------------------------------------------------------------------
-    def apply(self, rows: Sequence[RowChange], checkpoint: Checkpoint) -> ApplyStats:
+    def apply(self, rows: Sequence[AppliedRow], checkpoint: Checkpoint) -> ApplyStats:
         """Apply ``rows`` (one table, in commit order) and store ``checkpoint`` in the same transaction.
 
         A value the downstream cannot store exactly fails the whole transaction (``check_write``), so the

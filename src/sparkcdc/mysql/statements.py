@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from operator import attrgetter
 from typing import Any
 
 from sparkcdc.model import RowChange, RowOp, TableInfo
@@ -40,6 +41,26 @@ class BatchPlan:
     rows_in: int
 
 
+@dataclass(frozen=True, slots=True)
+class RenderedRow:
+    """A row change whose statement values the MySQL sink's encoder already rendered (its native kernel):
+    ``key_before``/``key_after`` are the key as DELETE names it (``literal(k)``, or ``row_tuple(k)`` for a
+    composite key), ``values`` the REPLACE tuple of the writable columns (``row_tuple``), ``slots`` the conflict
+    slots the row touches. Only tables with a key are rendered; compaction then compares keys by their literals,
+    which are equal exactly when the values are (one column type, one scale)."""
+
+    commit_ts: int
+    table: TableInfo
+    op: RowOp
+    slots: frozenset[int]
+    key_before: str | None
+    key_after: str | None
+    values: str | None
+
+
+AppliedRow = RowChange | RenderedRow
+
+
 def key_positions(table: TableInfo) -> tuple[int, ...]:
     """Handle-key positions, else primary-key flags, else ``()`` (no usable key)."""
     keys = table.handle_key_positions
@@ -53,7 +74,7 @@ def writable_positions(table: TableInfo) -> tuple[int, ...]:
     return tuple(i for i, c in enumerate(table.columns) if c.generated is None)
 
 
-def plan_batch(rows: Sequence[RowChange], *, max_bytes: int = MAX_STATEMENT_BYTES) -> BatchPlan:
+def plan_batch(rows: Sequence[AppliedRow], *, max_bytes: int = MAX_STATEMENT_BYTES) -> BatchPlan:
     """Statements that bring the downstream to the state after ``rows`` (all of one table, in order)."""
     statements: list[str] = []
     upserts = deletes = 0
@@ -63,22 +84,22 @@ def plan_batch(rows: Sequence[RowChange], *, max_bytes: int = MAX_STATEMENT_BYTE
         if keys:
             s, u, d = _compacted(group, table, keys, max_bytes)
         else:
-            s, u, d = _sequential(group, table, max_bytes)
+            s, u, d = _sequential(group, table, max_bytes)  # type: ignore[arg-type]  # only keyed tables render
         statements.extend(s)
         upserts += u
         deletes += d
     return BatchPlan(tuple(statements), upserts, deletes, len(rows))
 
 
-def _groups_by_shape(rows: Sequence[RowChange]) -> Iterator[list[RowChange]]:
-    """Consecutive rows sharing one column layout (canal-json builds a table per message)."""
-    group: list[RowChange] = []
-    shape: tuple[str, ...] | None = None
+def _groups_by_shape(rows: Sequence[AppliedRow]) -> Iterator[list[AppliedRow]]:
+    """Consecutive rows sharing one column layout (canal-json builds a table per message), rendered or not."""
+    group: list[AppliedRow] = []
+    shape: tuple[object, ...] | None = None
     last: TableInfo | None = None
     for r in rows:
         if r.table is not last:  # decoders share one TableInfo per table version: compare shapes rarely
             last = r.table
-            s = (last.schema, last.table, *(c.name for c in last.columns))
+            s = (isinstance(r, RenderedRow), last.schema, last.table, *(c.name for c in last.columns))
             if shape is not None and s != shape:
                 yield group
                 group = []
@@ -89,40 +110,50 @@ def _groups_by_shape(rows: Sequence[RowChange]) -> Iterator[list[RowChange]]:
 
 
 def _compacted(
-    rows: list[RowChange], table: TableInfo, keys: tuple[int, ...], max_bytes: int
+    rows: list[AppliedRow], table: TableInfo, keys: tuple[int, ...], max_bytes: int
 ) -> tuple[list[str], int, int]:
-    final: dict[object, tuple[object, ...] | None] = {}
-    key = _key_function(keys)
+    final: dict[object, Any] = {}
+    rendered = isinstance(rows[0], RenderedRow)
+    if rendered:
+        old_key: Callable[[Any], object] = attrgetter("key_before")
+        new_key: Callable[[Any], object] = attrgetter("key_after")
+        image: Callable[[Any], Any] = attrgetter("values")
+    else:
+        key = _key_function(keys)
+        old_key, new_key, image = (lambda r: key(r.before)), (lambda r: key(r.after)), attrgetter("after")
     delete, insert = RowOp.DELETE, RowOp.INSERT
     for r in rows:
         op = r.op
         if op is delete:
-            final[key(r.before)] = None
+            final[old_key(r)] = None
         elif op is insert:
-            final[key(r.after)] = r.after
+            final[new_key(r)] = image(r)
         else:
-            old, new = key(r.before), key(r.after)
+            old, new = old_key(r), new_key(r)
             if old != new:
                 final[old] = None
-            final[new] = r.after
+            final[new] = image(r)
     name = quote_table(table.schema, table.table)
     statements: list[str] = []
     gone = [k for k, v in final.items() if v is None]
     images = [v for v in final.values() if v is not None]
     if gone:
+        items: list[str]
         if len(keys) == 1:
             head = f"DELETE FROM {name} WHERE {quote_ident(table.columns[keys[0]].name)} IN ("
-            items = [literal(k) for k in gone]
+            items = [str(k) for k in gone] if rendered else [literal(k) for k in gone]
         else:
             cols = ",".join(quote_ident(table.columns[i].name) for i in keys)
             head = f"DELETE FROM {name} WHERE ({cols}) IN ("
-            items = [row_tuple(k) for k in gone]  # type: ignore[arg-type]
+            items = [str(k) for k in gone] if rendered else [row_tuple(k) for k in gone]  # type: ignore[arg-type]
         statements.extend(_chunked(head, items, ")", max_bytes))
     if images:
         cols_pos = writable_positions(table)
         cols = ",".join(quote_ident(table.columns[i].name) for i in cols_pos)
         head = f"REPLACE INTO {name} ({cols}) VALUES "
-        if len(cols_pos) == len(table.columns):
+        if rendered:
+            items = images
+        elif len(cols_pos) == len(table.columns):
             items = [row_tuple(v) for v in images]
         else:
             items = [row_tuple([v[i] for i in cols_pos]) for v in images]

@@ -206,7 +206,7 @@ class RelayStreamReader(DataSourceStreamReader):
         # its per-process schema-history cache
         events = decode_chunk(partition.data or partition.ref, partition.history or self.spec.capture_dir,
                               tz=self.spec.tz, force_replicate=transform.force_replicate,
-                              skip_server_id=transform.skip_server_id)  # fmt: skip
+                              skip_server_id=transform.skip_server_id, raw_rows=transform.native)  # fmt: skip
         yield from transform.rows(events, dict(partition.handover))
 
 

@@ -26,9 +26,10 @@ from collections.abc import Iterable, Iterator, Mapping
 from typing import Any
 
 from sparkcdc.changefeed.bdr import BDR_SERVER_ID
+from sparkcdc.codec import native
 from sparkcdc.errors import SparkcdcError, with_code
 from sparkcdc.filter.event_filter import EventFilter
-from sparkcdc.model.events import DDLEvent, RowChange
+from sparkcdc.model.events import DDLEvent, RowChange, RowsEvent
 from sparkcdc.pipeline.spec import FeedSpec
 
 log = logging.getLogger(__name__)
@@ -48,7 +49,12 @@ def mark_row(start_ts: int, end_ts: int, planned_ms: int) -> OutRow:
 
 class ChunkTransform:
     """Filter (table rules, event filters), group by transaction and table, encode with the sink's encoder.
-    Built per task from a spec."""
+    Built per task from a spec.
+
+    ``native``: the sink's encoder has native kernels and the switch (``codec.native.enabled``) is on; the source
+    then passes undecoded ``RowsEvent``s, which go to the encoder's ``encode_events`` whole unless a table needs
+    its rows one by one here (event filters, a snapshot hand-over).
+    """
 
     def __init__(self, spec: FeedSpec) -> None:
         self.spec = spec
@@ -58,6 +64,7 @@ class ChunkTransform:
         self.force_replicate = bool(replica.force_replicate)
         self.skip_server_id = BDR_SERVER_ID if replica.bdr_mode else None
         self.encoder = spec.sink().encoder(spec.sink_config(), spec.sink_context())
+        self.native = native.enabled() and hasattr(self.encoder, "encode_events")
         self._match: dict[tuple[str, str], bool] = {}
         self._sent_info: set[tuple[str, str, int, int]] = set()
 
@@ -88,14 +95,16 @@ class ChunkTransform:
         return not self.event_filter.should_skip_ddl(ddl.schema, ddl.table or None, int(ddl.action), ddl.query)
 
     def rows(
-        self, events: Iterable[RowChange | DDLEvent], handover: Mapping[tuple[str, str], Any] | None = None
+        self,
+        events: Iterable[RowChange | RowsEvent | DDLEvent],
+        handover: Mapping[tuple[str, str], Any] | None = None,
     ) -> Iterator[OutRow]:
         """Rows for the events of whole transactions, in commit order, without the row changes that the
         snapshot's copy of a table in ``handover`` holds (``snapshot_handover.TableHandover``)."""
         seq = 0
         txn_ts = -1
-        # rows of the open transaction per versioned table, in arrival order
-        open_txn: dict[tuple[str, str, int], list[RowChange]] = {}
+        # rows (or whole rows events) of the open transaction per versioned table, in arrival order
+        open_txn: dict[tuple[str, str, int], list[Any]] = {}
         for ev in events:
             if ev.commit_ts != txn_ts:
                 for out in self._flush_txn(open_txn, seq):
@@ -103,7 +112,22 @@ class ChunkTransform:
                     yield out
                 open_txn = {}
                 txn_ts = ev.commit_ts
-            if isinstance(ev, RowChange):
+            if isinstance(ev, RowsEvent):
+                t = ev.table
+                if not self._table_wanted(t.schema, t.table):
+                    continue
+                if not self.event_filter.rules and not (handover and (t.schema, t.table) in handover):
+                    open_txn.setdefault((t.schema, t.table, t.version), []).append(ev)
+                    continue
+                for row in ev.rows():  # filtered row by row
+                    if handover:
+                        h = handover.get((t.schema, t.table))
+                        if h is not None and (row := h.keep(row)) is None:
+                            continue
+                    if self.event_filter.rules and self._skip(row):
+                        continue
+                    open_txn.setdefault((t.schema, t.table, t.version), []).append(row)
+            elif isinstance(ev, RowChange):
                 t = ev.table
                 if not self._table_wanted(t.schema, t.table):
                     continue
@@ -125,10 +149,14 @@ class ChunkTransform:
         for out in self._flush_txn(open_txn, seq):
             yield out
 
-    def _flush_txn(self, open_txn: dict[tuple[str, str, int], list[RowChange]], seq: int) -> Iterator[OutRow]:
+    def _flush_txn(self, open_txn: dict[tuple[str, str, int], list[Any]], seq: int) -> Iterator[OutRow]:
         for (schema, table, version), rows in open_txn.items():
             try:
-                payloads = list(self.encoder.encode(rows))
+                if all(isinstance(r, RowsEvent) for r in rows):
+                    payloads = list(self.encoder.encode_events(rows))  # type: ignore[attr-defined]
+                else:
+                    changes = [c for r in rows for c in (r.rows() if isinstance(r, RowsEvent) else (r,))]
+                    payloads = list(self.encoder.encode(changes))
             except SparkcdcError as e:
                 raise with_code(e) from e
             for p in payloads:

@@ -27,8 +27,9 @@ from sparkcdc.codec.large_message import (
     claim_check_location,
     new_claim_check_uuid,
 )
+from sparkcdc.codec.native import Kernels
 from sparkcdc.errors import EncodeError
-from sparkcdc.model import DDLEvent, RowChange, TableInfo
+from sparkcdc.model import DDLEvent, RowChange, RowsEvent, TableInfo
 from sparkcdc.model.ddl_action import protocol_ddl_type
 
 __all__ = [
@@ -72,6 +73,7 @@ class CanalJsonTxnEncoder:
         term = self.config.terminator
         # A terminator holding characters go_fix rewrites must not pass through a whole-buffer fix.
         self._fix_per_line = not term.isascii() or any(ch in term for ch in "<>&\\")
+        self._kernels: dict[bool, Kernels] = {}
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Spark ships encoders to executors: pickle the settings, not the generated per-table code.
@@ -102,6 +104,17 @@ class CanalJsonTxnEncoder:
             if emit_txn(rows, table, mid_tail, out.extend):  # the whole transaction in one generated loop
                 return html_fix(b"".join(out))
         return self._encode_rows(rows, ts)  # a second table, or lines needing their own fix-ups
+
+    def encode_events(self, events: Sequence[RowsEvent], split_updates: bool) -> tuple[bytes, int] | None:
+        """``encode_txn`` of the events' rows through the native kernel: (lines, rows), or None when the Python
+        path must encode them (``split_updates``: a key-changing UPDATE goes to Python, which splits it)."""
+        kernels = self._kernels.get(split_updates)
+        if kernels is None:
+            kernels = self._kernels[split_updates] = Kernels(
+                "canal-json", lambda e: self._plans.get(e.table).native_spec(self.config, None), split_updates
+            )
+        result: tuple[bytes, int] | None = kernels.encode(events, self._now_ms())
+        return result
 
     def encode_rows(self, rows: Sequence[RowChange]) -> bytes:
         """``encode_txn`` one row at a time (used for multi-table input; a reference for tests)."""
@@ -164,6 +177,7 @@ class CanalJsonMessageEncoder:
         self._now_ms = now_ms
         self._new_uuid = new_uuid
         self._plans = PlanCache(self.config)
+        self._kernels: dict[bool, Kernels] = {}
 
     def __reduce__(self) -> tuple[Any, ...]:
         return (type(self), (self.config,), {"_now_ms": self._now_ms, "_new_uuid": self._new_uuid})
@@ -214,6 +228,18 @@ class CanalJsonMessageEncoder:
         if len(lines) != len(rows) or any(len(v) > limit for v in lines):
             return None
         return [Message(None, v) for v in lines]
+
+    def encode_events(self, events: Sequence[RowsEvent], split_updates: bool) -> list[Message] | None:
+        """``encode_rows`` of the events' rows through the native kernel, or None when the Python path must encode
+        them (a message above max-message-bytes, a key-changing UPDATE to split, a value it does not render)."""
+        kernels = self._kernels.get(split_updates)
+        if kernels is None:
+            limit = self.config.max_message_bytes - MAX_RECORD_OVERHEAD
+            kernels = self._kernels[split_updates] = Kernels(
+                "canal-json-mq", lambda e: self._plans.get(e.table).native_spec(self.config, limit), split_updates
+            )
+        values: list[bytes] | None = kernels.encode(events, self._now_ms())
+        return None if values is None else [Message(None, v) for v in values]
 
     def encode_row_checked(self, row: RowChange) -> EncodedRow:
         """The DML message plus, for claim-check, the file holding the full original message.

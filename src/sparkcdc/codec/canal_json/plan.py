@@ -20,12 +20,30 @@ import orjson
 from sparkcdc.codec.canal_json.compiled import EmitFunction, EmitTxnFunction, compile_line
 from sparkcdc.codec.canal_json.config import CanalJsonConfig
 from sparkcdc.codec.canal_json.message import base_sql_type, full_mysql_type, short_mysql_type, unsigned_promotion
-from sparkcdc.codec.canal_json.values import Converter, fast_converter, strict_converter
+from sparkcdc.codec.canal_json.values import Converter, fast_converter, is_binary_column_type, strict_converter
 from sparkcdc.errors import EncodeError
 from sparkcdc.model import RowChange, RowOp, TableInfo
+from sparkcdc.model.column_type import INTEGER_TYPES
 
 FAST_PATH_ERRORS: Final = (TypeError, ValueError, AttributeError, OverflowError)
 PLAN_CACHE_LIMIT: Final = 512
+_NATIVE_PROMOTIONS: Final = 8  # at most 2**8 sqlType fragments precomputed for the native kernel
+_INT_LIKE: Final = INTEGER_TYPES | {"year", "bit", "enum", "set"}
+
+
+def _native_kind(type_name: str) -> int:
+    """The native kernel's value kind of a column type (``native/src/canal.rs``)."""
+    if type_name in _INT_LIKE:
+        return 0
+    if type_name == "float":
+        return 1
+    if type_name == "double":
+        return 2
+    if type_name == "decimal":
+        return 3
+    if is_binary_column_type(type_name):
+        return 4
+    return 5
 
 
 def go_fix(out: bytes) -> bytes:
@@ -102,6 +120,15 @@ class _TypesFragment:
         sql_types = _json(dict(zip(self._names, codes))) if self._names else b"null"
         return b',"sql":"","sqlType":' + sql_types + b',"mysqlType":' + self._mysql + b',"old":'
 
+    @property
+    def promotions(self) -> tuple[tuple[int, int, int], ...]:
+        return self._promotions
+
+    def every_pattern(self) -> list[bytes]:
+        """The fragment of each promotion pattern, indexed by its bits (bit j: promotion j's value is above)."""
+        n = len(self._promotions)
+        return [self.for_flags(tuple(bool(m >> j & 1) for j in range(n))) for m in range(1 << n)]
+
     def for_image(self, image: Sequence[Any]) -> bytes:
         if self.constant is not None:
             return self.constant
@@ -138,6 +165,7 @@ class TablePlan:
         "_strict",
         "_where",
         "_width",
+        "columns",
         "fast_emit",
         "fast_emit_txn",
         "fast_line",
@@ -149,6 +177,7 @@ class TablePlan:
         self._where = f"{table.schema}.{table.table}"
         self._width = len(table.columns)
         columns = [(i, c) for i, c in table.iter_columns(include_virtual=False)]
+        self.columns = columns
         positions = tuple(i for i, _ in columns)
         self._select = None if positions == tuple(range(self._width)) else _selector(positions)
         self._names = tuple(c.name for _, c in columns)
@@ -209,6 +238,32 @@ class TablePlan:
 
             self.fast_line = fast_fixed
             self.fast_emit = self.fast_emit_txn = None  # lines need their own fix-ups
+
+    def native_spec(self, config: CanalJsonConfig, limit: int | None) -> dict[str, Any] | None:
+        """What the native kernel needs of this plan (``native/src/canal.rs``): the line heads, the escaped column
+        keys, every sqlType/mysqlType fragment; ``limit`` the longest Kafka message (None: storage lines). None
+        when the table has no written column or too many value-dependent types to tabulate."""
+        promotions = self._all_types.promotions
+        key_promotions = self._key_types.promotions
+        if not self.columns or max(len(promotions), len(key_promotions)) > _NATIVE_PROMOTIONS:
+            return None
+        spec: dict[str, Any] = {
+            "heads": [self._heads[RowOp.INSERT], self._heads[RowOp.UPDATE], self._heads[RowOp.DELETE]],
+            "columns": [(pos, _native_kind(c.type)) for pos, c in self.columns],
+            "names": [_json(name) + b":" for name in self._names],
+            "types": self._all_types.every_pattern(),
+            "promotions": [(k, threshold) for k, threshold, _ in promotions],
+            "key_columns": list(self._key_positions),
+            "key_types": self._key_types.every_pattern(),
+            "key_promotions": [(k, threshold) for k, threshold, _ in key_promotions],
+            "only_updated": self._only_updated,
+            "delete_key_only": self._delete_key_only,
+            "tidb_extension": config.enable_tidb_extension,
+            "terminator": config.terminator.encode(),
+        }
+        if limit is not None:
+            spec["limit"] = limit
+        return spec
 
     # -- images ------------------------------------------------------------------------------------------
 

@@ -31,8 +31,9 @@ from sparkcdc.codec.csv.message import (
     string_formatter,
 )
 from sparkcdc.codec.gofmt import go_float_f, go_float_v
+from sparkcdc.codec.native import Kernels
 from sparkcdc.errors import EncodeError
-from sparkcdc.model import ColumnInfo, Row, RowChange, RowOp, TableInfo
+from sparkcdc.model import ColumnInfo, Row, RowChange, RowOp, RowsEvent, TableInfo
 from sparkcdc.model.column_type import BLOB_TYPES, INTEGER_TYPES
 
 _CACHE_LIMIT: Final = 512
@@ -281,6 +282,46 @@ class _TableFormatter:
         self.handle_key = self._handle_key_field(table, cfg)
         self.format_txn = _Compiler(cfg).compile_txn(self.columns, len(table.columns), self.prefixes, self.handle_key)
 
+    def native_spec(self, cfg: CsvConfig) -> dict[str, Any] | None:
+        """What the native kernel needs (``native/src/csv.rs``); None when the handle key is a common handle
+        (its text is the Python formatter's)."""
+        positions = self.table.handle_key_positions
+        key = -1
+        if cfg.output_handle_key and positions:
+            if len(positions) != 1 or self.table.columns[positions[0]].type not in INTEGER_TYPES:
+                return None
+            key = positions[0]
+        fmt = string_formatter(cfg)
+        kinds = []
+        elements: list[list[bytes]] = []
+        for _, col in self.columns:
+            t = col.type
+            kind = (0 if t in INTEGER_TYPES or t in ("year", "bit") else 1 if t == "float" else 2 if t == "double"
+                    else 3 if t == "decimal" else 4 if t in BLOB_TYPES or t == "geometry" else 6 if t == "enum"
+                    else 7 if t == "set" else 5)  # fmt: skip
+            kinds.append(kind)
+            if t == "enum":
+                elements.append([fmt(e).encode() for e in col.elements])
+            elif t == "set":
+                elements.append([e.encode() for e in col.elements])
+            else:
+                elements.append([])
+        return {
+            "prefixes": [self.prefixes[code].encode() for code in ("I", "U", "D")],
+            "delimiter": cfg.delimiter.encode(),
+            "delimiter_escape": delimiter_escape(cfg.delimiter).encode(),
+            "null": cfg.null.encode(),
+            "quote": cfg.quote.encode(),
+            "terminator": cfg.terminator.encode(),
+            "include_commit_ts": cfg.include_commit_ts,
+            "old_value": cfg.output_old_value,
+            "handle_key": cfg.output_handle_key,
+            "handle_key_pos": key,
+            "columns": [(pos, kind) for (pos, _), kind in zip(self.columns, kinds, strict=True)],
+            "elements": elements,
+            "hex": cfg.binary_encoding_method == "hex",
+        }
+
     @staticmethod
     def _handle_key_field(table: TableInfo, cfg: CsvConfig) -> Callable[[Row], str]:
         """The HANDLE_KEY field writer (a string field, NULL when the table has no handle)."""
@@ -331,6 +372,7 @@ class CsvEncoder:
         self._by_id: dict[int, tuple[TableInfo, _TableFormatter]] = {}
         self._by_value: dict[TableInfo, _TableFormatter] = {}
         self._is_update = {True: cfg.delimiter + "true", False: cfg.delimiter + "false"}
+        self._kernels: dict[bool, Kernels] = {}
 
     def __reduce__(self) -> tuple[Any, ...]:
         # Compiled formatters do not pickle; an encoder shipped to a Spark executor rebuilds them there.
@@ -370,6 +412,17 @@ class CsvEncoder:
             if lines is not None:
                 return self._encode("".join(lines))
         return self.encode_rows(rows)
+
+    def encode_events(self, events: Sequence[RowsEvent], split_updates: bool) -> tuple[bytes, int] | None:
+        """``encode_txn`` of the events' rows through the native kernel: (lines, rows), or None when the Python
+        path must encode them (it names a failing column; ``split_updates``: a key-changing UPDATE to split)."""
+        kernels = self._kernels.get(split_updates)
+        if kernels is None:
+            kernels = self._kernels[split_updates] = Kernels(
+                "csv", lambda e: self._formatter(e.table).native_spec(self.config), split_updates
+            )
+        result: tuple[bytes, int] | None = kernels.encode(events, 0)
+        return result
 
     def encode_rows(self, rows: Sequence[RowChange]) -> bytes:
         """``encode_txn`` one row at a time (the path that names a failing column; a reference for tests)."""

@@ -25,8 +25,9 @@ from sparkcdc.codec.large_message import (
     claim_check_location,
     new_claim_check_uuid,
 )
+from sparkcdc.codec.native import Kernels
 from sparkcdc.errors import EncodeError
-from sparkcdc.model import DDLEvent, RowChange, TableInfo
+from sparkcdc.model import DDLEvent, RowChange, RowsEvent, TableInfo
 from sparkcdc.model.ddl_action import protocol_ddl_type
 
 from . import avro_schema, compiled, table_schema
@@ -40,11 +41,12 @@ from .message import (
     go_html_escape,
     go_json_dumps,
 )
-from .values import EncodePlan, encode_plan
+from .values import EncodePlan, column_kind, encode_plan
 
 __all__ = ["ClaimCheckFile", "EncodedRow", "SimpleEncoder", "claim_check_envelope", "from_options"]
 
 _CACHE_LIMIT: Final = 4096
+_NATIVE_KINDS: Final = {"int": 0, "uint": 0, "u64": 0, "f32": 1, "f64": 2, "dec": 3, "ts": 4, "bin": 5, "str": 6}
 
 
 def _wall_clock_ms() -> int:
@@ -73,6 +75,7 @@ class SimpleEncoder:
         self._plans: dict[int, EncodePlan] = {}
         self._schemas: dict[int, tuple[TableInfo, dict[str, Any]]] = {}
         self._images: dict[int, tuple[TableInfo, Callable[[Any], Any] | None]] = {}
+        self._kernels: dict[bool, Kernels] = {}
 
     # --- MessageEncoder -------------------------------------------------------------------------------
 
@@ -119,6 +122,39 @@ class SimpleEncoder:
         if max(map(len, values)) > limit:
             return None
         return [Message(None, v) for v in values]
+
+    def encode_events(self, events: Sequence[RowsEvent], split_updates: bool) -> list[Message] | None:
+        """``encode_rows`` of the events' rows through the native kernel (JSON only: Avro stays on the Python
+        path), or None when the Python path must encode them."""
+        if self._avro:
+            return None
+        kernels = self._kernels.get(split_updates)
+        if kernels is None:
+            kernels = self._kernels[split_updates] = Kernels("simple", self._native_spec, split_updates)
+        values: list[bytes] | None = kernels.encode(events, self._clock())
+        return None if values is None else [Message(None, v) for v in values]
+
+    def _native_spec(self, event: RowsEvent) -> dict[str, Any] | None:
+        """What the native kernel needs (``native/src/simple.rs``): the message head around op, commitTs and
+        buildTs as the generic path writes it, and the image's columns in wire order. None for a table the
+        generated code does not take either (no columns, names that are not UTF-8)."""
+        table = event.table
+        plan = self._plan(table)
+        if not plan.full or self._compiled(table) is None:
+            return None
+        table_id = event.physical_table_id or table.table_id
+        probe = self._dml_value(table, table_id, "X", 1, 2, None, None)
+        marker = b'"type":"X","commitTs":1,"buildTs":2'
+        at = probe.index(marker)
+        columns = [(pos, _NATIVE_KINDS[column_kind(table.columns[pos])]) for _, pos, _ in plan.full]
+        return {
+            "head": probe[: at + len(b'"type":"')],
+            "head_tail": probe[at + len(marker) : -1],
+            "columns": columns,
+            "names": [go_json_dumps(name) + b":" for name, _, _ in plan.full],
+            "location": go_json_dumps(self.config.time_zone),
+            "limit": self.config.max_message_bytes - MAX_RECORD_OVERHEAD,
+        }
 
     def _heads(self, table: TableInfo, build_ts: int, cut: int) -> Callable[[RowChange], bytes]:
         """The message bytes of a row up to its images (``cut`` bytes of an image-less message dropped), made

@@ -15,12 +15,12 @@ from collections.abc import Iterator, Sequence
 from typing import Any
 
 from sparkcdc.codec.base import Message, message_encoder
-from sparkcdc.model import RowChange, TableInfo
+from sparkcdc.model import RowChange, RowOp, RowsEvent, TableInfo
 from sparkcdc.model.events import split_key_updates
 from sparkcdc.sink.base import Payload
 from sparkcdc.sink.kafka.client import clients
 from sparkcdc.sink.kafka.config import KafkaSinkConfig
-from sparkcdc.sink.kafka.partition import TablePartition
+from sparkcdc.sink.kafka.partition import TablePartition, TsPartition
 
 
 def route_of(topic: str, partition: int) -> int:
@@ -77,6 +77,29 @@ class KafkaEncoder:
         for partition, values in groups.items():
             yield Payload(route_of(topic, partition), rows[0].physical_table_id, len(values),
                           pack(topic, partition, values))  # fmt: skip
+
+    def encode_events(self, events: Sequence[RowsEvent]) -> Iterator[Payload]:
+        """``encode`` of the events' rows; their messages come from the protocol's native kernel when the whole
+        table goes to one partition per transaction (dispatchers ``default``, ``table``, ``ts``), no column
+        selector applies and every message fits (large-message handling is the Python path's)."""
+        table = events[0].table
+        generator = self.router.partition_generator(table.schema, table.table)
+        native = getattr(self.codec, "encode_events", None)
+        messages = None
+        if native is not None and not self.selectors.rules and isinstance(generator, TablePartition | TsPartition):
+            self._verify(table)
+            messages = native(events, not self.config.output_raw_change_event)
+        if messages is None:
+            yield from self.encode([row for e in events for row in e.rows()])
+            return
+        topic = self.router.topic_for_table(table.schema, table.table)
+        with clients(self.config, self.changefeed) as client:
+            count = client.topics.partitions(topic)
+        # the partition of any row of the transaction: these dispatchers read only its table and commit-ts
+        probe = RowChange(events[0].commit_ts, table, RowOp.INSERT, None, (), events[0].physical_table_id)
+        partition = generator.partition(probe, count).index
+        yield Payload(route_of(topic, partition), events[0].physical_table_id, len(messages),
+                      pack(topic, partition, [m.value for m in messages]))  # fmt: skip
 
     def _verify(self, table: TableInfo) -> None:
         """TiCDC's VerifyTables, once per table version: the dispatchers' index/columns exist, the selectors keep

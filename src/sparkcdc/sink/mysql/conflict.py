@@ -27,8 +27,9 @@ from operator import attrgetter
 from typing import Final
 
 from sparkcdc.consumer.engine import ORDERED_PARTITION, Batch, RowsStep, StreamKey, batches
-from sparkcdc.model import RowChange, TableInfo
+from sparkcdc.model import TableInfo
 from sparkcdc.mysql.applier import Checkpoint
+from sparkcdc.mysql.statements import AppliedRow, RenderedRow
 
 SLOTS: Final = 4  # fixed: a replay must find a transaction in the slot it was applied from
 
@@ -59,7 +60,9 @@ class KeySlots:
         self.indexes = tuple(indexes)
         self.serial = serial or not indexes
 
-    def of(self, row: RowChange) -> frozenset[int]:
+    def of(self, row: AppliedRow) -> frozenset[int]:
+        if isinstance(row, RenderedRow):
+            return row.slots  # computed by the encoder with this rule
         if self.serial:
             return self.every
         out = set()
@@ -80,17 +83,17 @@ def _loose(table: TableInfo, position: int) -> bool:
     return col.effective_charset != "binary" and not (collation == "binary" or collation.endswith("_bin"))
 
 
-def table_waves(rows: Sequence[RowChange], batch_rows: int, slots: int = SLOTS) -> list[dict[StreamKey, list[Batch]]]:
+def table_waves(rows: Sequence[AppliedRow], batch_rows: int, slots: int = SLOTS) -> list[dict[StreamKey, list[Batch]]]:
     """One table's rows (commit order) as waves to apply one after the other: each wave either parallel slot
     streams or one serial stream of multi-slot transactions."""
     schema, table = rows[0].table.schema, rows[0].table.table
     waves: list[dict[StreamKey, list[Batch]]] = []
-    parallel: dict[int, list[RowChange]] = {}
-    serial: dict[int, list[RowChange]] = {}
+    parallel: dict[int, list[AppliedRow]] = {}
+    serial: dict[int, list[AppliedRow]] = {}
     every = frozenset(range(slots))
     key_slots: dict[int, KeySlots] = {}
 
-    def wave(streams: dict[int, list[RowChange]]) -> None:
+    def wave(streams: dict[int, list[AppliedRow]]) -> None:
         """Closes a wave: each slot's transactions so far as one stream of batches with the slot's checkpoint."""
         if streams:
             waves.append({
@@ -123,10 +126,10 @@ def table_waves(rows: Sequence[RowChange], batch_rows: int, slots: int = SLOTS) 
     return waves
 
 
-def plan_steps(rows: Sequence[RowChange], upto: int, batch_rows: int, slots: int = SLOTS) -> list[RowsStep]:
+def plan_steps(rows: Sequence[AppliedRow], upto: int, batch_rows: int, slots: int = SLOTS) -> list[RowsStep]:
     """The steps of a writer task's rows (each table's in commit order): step ``i`` holds wave ``i`` of every
     table (tables are independent, so their waves may run side by side)."""
-    tables: dict[tuple[str, str], list[RowChange]] = {}
+    tables: dict[tuple[str, str], list[AppliedRow]] = {}
     for r in rows:
         tables.setdefault((r.table.schema, r.table.table), []).append(r)
     waves = [table_waves(t, batch_rows, slots) for t in tables.values()]

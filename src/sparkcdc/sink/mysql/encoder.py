@@ -11,10 +11,22 @@ from __future__ import annotations
 import hashlib
 import pickle
 from collections.abc import Iterator, Sequence
+from typing import Any, Final
 
-from sparkcdc.model import RowChange, TableInfo
+from sparkcdc.codec.native import Kernels
+from sparkcdc.model import RowChange, RowOp, RowsEvent, TableInfo
+from sparkcdc.model.column_type import BLOB_TYPES, FLOAT_TYPES, INTEGER_TYPES
+from sparkcdc.mysql.sql_values import literal, row_tuple
+from sparkcdc.mysql.statements import AppliedRow, RenderedRow, key_positions, writable_positions
 from sparkcdc.sink.base import Payload
 from sparkcdc.sink.mysql.config import MysqlSinkConfig
+from sparkcdc.sink.mysql.conflict import SLOTS, KeySlots
+
+_RENDERED: Final = "rendered"
+_OPS: Final = (RowOp.INSERT, RowOp.UPDATE, RowOp.DELETE)
+_OP_CODES: Final = {op: i for i, op in enumerate(_OPS)}
+# (commit_ts, op code, slot bitmask, key before, key after, values): a RenderedRow without its table
+Rendered = tuple[int, int, int, str | None, str | None, str | None]
 
 
 def table_route(schema: str, table: str) -> int:
@@ -28,15 +40,93 @@ def pack(rows: Sequence[RowChange]) -> bytes:
     return pickle.dumps(packed, protocol=pickle.HIGHEST_PROTOCOL)
 
 
-def unpack(data: bytes, table: TableInfo) -> list[RowChange]:
+def unpack(data: bytes, table: TableInfo) -> list[RowChange] | list[RenderedRow]:
+    """The rows of a payload: RowChanges (``pack``) or rows the native kernel rendered (``pack_rendered``)."""
+    obj = pickle.loads(data)
+    if isinstance(obj, tuple) and obj[0] == _RENDERED:
+        return [RenderedRow(ts, table, _OPS[op], _slot_set(mask), kb, ka, values)
+                for ts, op, mask, kb, ka, values in obj[1]]  # fmt: skip
     return [RowChange(ts, table, op, before, after, pid, start) for ts, op, before, after, pid, start
-            in pickle.loads(data)]  # fmt: skip
+            in obj]  # fmt: skip
+
+
+def pack_rendered(rows: Sequence[Rendered]) -> bytes:
+    return pickle.dumps((_RENDERED, list(rows)), protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def _slot_set(mask: int) -> frozenset[int]:
+    return frozenset(s for s in range(SLOTS) if mask >> s & 1)
+
+
+def renderable(table: TableInfo) -> bool:
+    """Whether rows of ``table`` may travel rendered: it has a key (rows of key-less tables are applied one by one,
+    matched on every column) and no FLOAT/DOUBLE key column (0.0 and -0.0 are one key but two literals)."""
+    keys = key_positions(table)
+    return bool(keys) and not any(table.columns[i].type in FLOAT_TYPES for i in keys)
+
+
+def render_rows(rows: Sequence[RowChange]) -> list[RenderedRow]:
+    """The Python reference of the native ``mysql`` kernel: each row's key literals, REPLACE values and slots."""
+    table = rows[0].table
+    keys, values, slots = key_positions(table), writable_positions(table), KeySlots(table, SLOTS)
+
+    def key(image: Any) -> str:
+        return literal(image[keys[0]]) if len(keys) == 1 else row_tuple([image[i] for i in keys])
+
+    return [RenderedRow(r.commit_ts, r.table, r.op, slots.of(r), None if r.before is None else key(r.before),
+                        None if r.after is None else key(r.after),
+                        None if r.after is None else row_tuple([r.after[i] for i in values]))
+            for r in rows]  # fmt: skip
+
+
+def as_rendered(rows: Sequence[AppliedRow]) -> list[AppliedRow]:
+    """A table's rows in one form: when some came rendered (native kernel) and some as RowChanges (its Python
+    fallback), the RowChanges are rendered too, so compaction and conflict slots see one kind."""
+    if all(isinstance(r, RenderedRow) for r in rows) or all(isinstance(r, RowChange) for r in rows):
+        return list(rows)
+    return [render_rows([r])[0] if isinstance(r, RowChange) and renderable(r.table) else r for r in rows]
+
+
+def _kinds(table: TableInfo) -> list[int]:
+    """The native kernel's value kind per column (``native/src/sql.rs``)."""
+    out = []
+    for c in table.columns:
+        t = c.type
+        out.append(0 if t in INTEGER_TYPES or t in ("year", "bit", "enum", "set") else 1 if t in FLOAT_TYPES
+                   else 2 if t == "decimal" else 4 if t in BLOB_TYPES or t == "geometry" else 3)  # fmt: skip
+    return out
+
+
+def _native_spec(event: RowsEvent) -> dict[str, Any] | None:
+    table = event.table
+    if not renderable(table):
+        return None
+    ks = KeySlots(table, SLOTS)
+    return {
+        "kinds": _kinds(table),
+        "keys": list(key_positions(table)),
+        "values": list(writable_positions(table)),
+        "indexes": [list(idx) for idx in ks.indexes],
+        "serial": ks.serial,
+        "slots": SLOTS,
+    }
 
 
 class MysqlEncoder:
     def __init__(self, config: MysqlSinkConfig) -> None:
         self.config = config
+        self._kernels = Kernels("mysql", _native_spec, split_updates=False)
 
     def encode(self, rows: Sequence[RowChange]) -> Iterator[Payload]:
         table = rows[0].table
         yield Payload(table_route(table.schema, table.table), rows[0].physical_table_id, len(rows), pack(rows))
+
+    def encode_events(self, events: Sequence[RowsEvent]) -> Iterator[Payload]:
+        """``encode`` of the events' rows, rendered by the native kernel when it takes them."""
+        rendered: list[Rendered] | None = self._kernels.encode(events, 0)
+        if rendered is None:
+            yield from self.encode([row for e in events for row in e.rows()])
+            return
+        table = events[0].table
+        yield Payload(table_route(table.schema, table.table), events[0].physical_table_id, len(rendered),
+                      pack_rendered(rendered))  # fmt: skip

@@ -16,11 +16,11 @@ from collections.abc import Iterable
 from contextlib import AbstractContextManager
 
 from sparkcdc.consumer.engine import ApplyEngine
-from sparkcdc.model import RowChange
+from sparkcdc.mysql.statements import AppliedRow
 from sparkcdc.sink.base import Routed, SinkContext
 from sparkcdc.sink.mysql.config import MysqlSinkConfig
 from sparkcdc.sink.mysql.conflict import SLOTS, plan_steps
-from sparkcdc.sink.mysql.encoder import unpack
+from sparkcdc.sink.mysql.encoder import as_rendered, unpack
 from sparkcdc.sink.mysql.retry import with_retries
 from sparkcdc.sink.mysql.session import CHECKPOINT_SCHEMA, session_statements
 from sparkcdc.sink.worker_cache import WorkerCache
@@ -50,11 +50,13 @@ class MysqlTaskWriter:
             tables.setdefault((p.schema, p.table), []).append(p)
         if not tables:
             return 0
-        rows: list[RowChange] = []
+        rows: list[AppliedRow] = []
         for chunks in tables.values():
             chunks.sort(key=lambda c: (c.commit_ts, c.seq))
+            table_rows: list[AppliedRow] = []
             for c in chunks:
-                rows.extend(unpack(c.data, c.info))
+                table_rows.extend(unpack(c.data, c.info))
+            rows.extend(as_rendered(table_rows))
         steps = plan_steps(rows, max(r.commit_ts for r in rows), self.config.max_txn_row)
 
         def apply() -> None:

@@ -9,7 +9,7 @@ from __future__ import annotations
 from collections.abc import Iterator, Sequence
 
 from sparkcdc.codec.base import txn_encoder
-from sparkcdc.model import RowChange
+from sparkcdc.model import RowChange, RowsEvent
 from sparkcdc.model.events import split_key_updates
 from sparkcdc.sink.base import Payload
 from sparkcdc.sink.storage.layout_writer import dispatch_worker
@@ -24,14 +24,29 @@ class StorageEncoder:
         self._encoder = txn_encoder(config.protocol, config.encoder_options())
         self._buckets: dict[tuple[str, str], int] = {}
 
+    def _route(self, schema: str, table: str) -> int:
+        route = self._buckets.get((schema, table))
+        if route is None:
+            route = self._buckets[(schema, table)] = dispatch_worker(schema, table, self.config.worker_count)
+        return route
+
+    def encode_events(self, events: Sequence[RowsEvent]) -> Iterator[Payload]:
+        """``encode`` of the events' rows, through the protocol's native kernel when it takes them."""
+        native = getattr(self._encoder, "encode_events", None)
+        encoded = native(events, not self.config.output_raw_change_event) if native is not None else None
+        if encoded is None:
+            yield from self.encode([row for e in events for row in e.rows()])
+            return
+        data, nrows = encoded
+        if data:
+            table = events[0].table
+            yield Payload(self._route(table.schema, table.table), events[0].physical_table_id, nrows, data)
+
     def encode(self, rows: Sequence[RowChange]) -> Iterator[Payload]:
         if not self.config.output_raw_change_event:
             rows = split_key_updates(rows)
         table = rows[0].table
-        key = (table.schema, table.table)
-        route = self._buckets.get(key)
-        if route is None:
-            route = self._buckets[key] = dispatch_worker(table.schema, table.table, self.config.worker_count)
+        route = self._route(table.schema, table.table)
         groups: dict[int, list[RowChange]] = {}
         for r in rows:
             groups.setdefault(r.physical_table_id, []).append(r)
