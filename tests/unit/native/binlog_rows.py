@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import struct
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import UTC, tzinfo
 from decimal import Decimal
 from typing import Any
@@ -39,6 +40,31 @@ _TEXT_BLOB = {"tinytext": 1, "text": 2, "mediumtext": 3, "longtext": 4, "tinyblo
               "longblob": 4}  # fmt: skip
 
 
+def fit_table(rows: Sequence[RowChange]) -> list[RowChange]:
+    """``rows`` with a table whose DECIMAL and fractional-second columns without a declared scale get the one
+    their values have (vector tables often leave them out; the binlog needs them)."""
+    table = rows[0].table
+    columns = list(table.columns)
+    changed = False
+    for i, c in enumerate(columns):
+        values = [v for r in rows for image in (r.before, r.after) if image is not None and (v := image[i]) is not None]
+        if c.type == "decimal" and c.decimal is None and values and all(isinstance(v, Decimal) for v in values):
+            scale = max(max(0, -int(v.as_tuple().exponent)) for v in values)
+            digits = max(len(v.as_tuple().digits) + max(0, int(v.as_tuple().exponent)) for v in values)
+            columns[i] = replace(c, length=min(65, max(digits, scale) + 10), decimal=scale)
+            changed = True
+        elif c.type in ("datetime", "timestamp", "time") and c.decimal is None and values:
+            fsp = max(len(str(v).partition(".")[2]) for v in values)
+            if fsp:
+                columns[i] = replace(c, decimal=min(fsp, 6))
+                changed = True
+    if not changed:
+        return list(rows)
+    fitted = TableInfo(table.schema, table.table, table.table_id, tuple(columns), table.indexes, table.version,
+                       table.partitions, table.charset, table.collation)  # fmt: skip
+    return [RowChange(r.commit_ts, fitted, r.op, r.before, r.after, r.physical_table_id, r.start_ts) for r in rows]
+
+
 def column_map(col: ColumnInfo, json_binary: bool = False) -> tuple[int, int | tuple[int, int], int]:
     """(binlog type, table-map metadata, collation id) of a column."""
     t = col.type
@@ -63,12 +89,12 @@ def column_map(col: ColumnInfo, json_binary: bool = False) -> tuple[int, int | t
     if t == "year":
         return tm.T_YEAR, 0, 0
     if t == "bit":
-        bits = col.length or 1
+        bits = col.length or 64
         return tm.T_BIT, (bits % 8, bits // 8), 0
     if t == "enum":
         return tm.T_ENUM, 1 if len(col.elements) < 256 else 2, COLLATIONS["utf8mb4"]
     if t == "set":
-        n = (len(col.elements) + 7) // 8
+        n = max(1, (len(col.elements) + 7) // 8)
         return tm.T_SET, n if n <= 4 else 8, COLLATIONS["utf8mb4"]
     if t in ("char", "binary"):
         return tm.T_STRING, max_bytes(col), coll
@@ -88,7 +114,7 @@ def column_map(col: ColumnInfo, json_binary: bool = False) -> tuple[int, int | t
 def max_bytes(col: ColumnInfo) -> int:
     per_char = 1 if col.is_binary else {"utf8mb4": 4, "utf8mb3": 3, "utf16": 4, "utf32": 4, "ucs2": 2}.get(
         col.charset or "utf8mb4", 2)  # fmt: skip
-    return (col.length or 1) * per_char
+    return (col.length or (255 if col.type in ("char", "binary") else 1000)) * per_char
 
 
 def table_map(table: TableInfo, json_binary: bool = False) -> tm.TableMap:
