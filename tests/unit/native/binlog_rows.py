@@ -155,8 +155,12 @@ def _micro(text: str, fsp: int) -> tuple[str, int]:
 
 
 def encode_decimal(value: Decimal, precision: int, scale: int) -> bytes:
-    sign, digits, _exponent = value.quantize(Decimal(1).scaleb(-scale)).as_tuple()
-    text = "".join(map(str, digits)).rjust(precision, "0")
+    sign, digits, exponent = value.as_tuple()
+    if not isinstance(exponent, int) or exponent < -scale:
+        raise ValueError(f"{value} has more than {scale} fraction digits")
+    text = ("".join(map(str, digits)) + "0" * (exponent + scale)).rjust(precision, "0")
+    if len(text) > precision:
+        raise ValueError(f"{value} has more than {precision} digits")
     intg = precision - scale
     int_digits, frac_digits = text[:intg], text[intg:]
     dig2bytes = (0, 1, 1, 2, 2, 3, 3, 4, 4, 4)
