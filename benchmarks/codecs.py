@@ -13,6 +13,11 @@ Floors (measured in the same run, same rows; "vs floor" columns use the first):
 * ``orjson native``: the same with every value already JSON-native (no ``default`` calls): the raw cost of
   serialising the row, a stricter bar, printed for reference.
 
+Native kernels (``sparkcdc._native``, when built): the same rows as binlog rows events (one per transaction), each
+kernel (canal-json lines and messages, csv, simple json, MySQL statement values) against its Python reference in
+the same run: the capture's Python decoder plus the codec's Python encoder on the same events; rows/s of both
+and the per-row ratio (target >= 8x), interleaved rounds, best CPU time of each side.
+
 Storage codecs (canal-json, csv) encode transactions of ``--txn-rows`` rows with ``encode_txn`` and decode
 the resulting files with ``decode_file``; message codecs (simple json / avro) encode and decode one message
 per row (the decoder first receives the bootstrap message). A codec that cannot be imported or fails is
@@ -48,6 +53,7 @@ from typing import Any
 import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "src"))
+sys.path.insert(1, str(Path(__file__).resolve().parents[1]))  # tests.unit.native.binlog_rows builds the events
 
 from sparkcdc.codec import base
 from sparkcdc.model import ColumnInfo, IndexInfo, RowChange, RowOp, TableInfo
@@ -271,6 +277,81 @@ def bench_codec(label: str, make: Callable[[], Side], floor: Side, repeat: int) 
     return res, floor_res
 
 
+def kernel_sides(table: TableInfo, batches: Sequence[Sequence[RowChange]]) -> list[tuple[str, Side, Side]]:
+    """(kernel, python side, native side) per native kernel; a side returns the rows it encoded."""
+    from tests.unit.native.binlog_rows import rows_events
+
+    from sparkcdc.codec.canal_json.encoder import CanalJsonMessageEncoder, CanalJsonTxnEncoder
+    from sparkcdc.codec.csv.encoder import CsvEncoder
+    from sparkcdc.codec.simple.encoder import SimpleEncoder
+    from sparkcdc.sink.mysql.config import MysqlSinkConfig
+    from sparkcdc.sink.mysql.encoder import MysqlEncoder, render_rows
+
+    txns = [rows_events(table, batch, per_event=len(batch)) for batch in batches]
+    kept: list[Any] = []
+
+    def python(encode: Callable[[list[RowChange]], Any]) -> Callable[[], int]:
+        def run() -> int:
+            kept.clear()
+            n = 0
+            for events in txns:
+                rows = [r for e in events for r in e.rows()]
+                kept.append(encode(rows))
+                n += len(rows)
+            return n
+
+        return run
+
+    def native(encode: Callable[[list[Any]], Any], count: Callable[[Any], int]) -> Callable[[], int]:
+        def run() -> int:
+            kept.clear()
+            n = 0
+            for events in txns:
+                out = encode(events)
+                if out is None:
+                    raise RuntimeError("the kernel declined the benchmark rows")
+                kept.append(out)
+                n += count(out)
+            return n
+
+        return run
+
+    canal = CanalJsonTxnEncoder()
+    mq = CanalJsonMessageEncoder()
+    csv = CsvEncoder()
+    simple = SimpleEncoder()
+    mysql = MysqlEncoder(MysqlSinkConfig.from_uri("mysql://root@127.0.0.1:3306/"))
+    pair = len
+    return [
+        ("canal-json", (python(canal.encode_txn), python(canal.encode_txn)),
+         (native(lambda e: canal.encode_events(e, True), lambda o: o[1]),) * 2),
+        ("canal-json (MQ)", (python(mq.encode_rows),) * 2, (native(lambda e: mq.encode_events(e, True), pair),) * 2),
+        ("csv", (python(csv.encode_txn),) * 2, (native(lambda e: csv.encode_events(e, True), lambda o: o[1]),) * 2),
+        ("simple json", (python(simple.encode_rows),) * 2,
+         (native(lambda e: simple.encode_events(e, True), pair),) * 2),
+        ("mysql values", (python(render_rows),) * 2,
+         (native(lambda e: mysql._kernels.encode(e, 0), pair),) * 2),
+    ]  # fmt: skip
+
+
+def bench_kernels(table: TableInfo, batches: Sequence[Sequence[RowChange]], repeat: int) -> list[str]:
+    """One line per native kernel: Python and native rows/s (CPU time, interleaved, best of ``repeat``)."""
+    from sparkcdc.codec import native
+
+    if not native.available():
+        return ["native kernels: unavailable (sparkcdc._native is not built: pip install -e .)"]
+    lines = []
+    for name, py_side, native_side in kernel_sides(table, batches):
+        try:
+            py, nat = interleaved(repeat, py_side, native_side)
+        except Exception as e:
+            lines.append(f"{name:<18}failed ({type(e).__name__}: {e})"[:120])
+            continue
+        ratio = (nat.encode_rate or 0) / (py.encode_rate or 1)
+        lines.append(f"{name:<18}{fmt_rate(py.encode_rate):>15}{fmt_rate(nat.encode_rate):>15}{ratio:>9.2f}x")
+    return lines
+
+
 def fmt_rate(rate: float | None) -> str:
     return "-" if rate is None else f"{rate:,.0f}"
 
@@ -335,6 +416,13 @@ def main(argv: Sequence[str] | None = None) -> int:
             f"{res.name:<18}{fmt_rate(res.encode_rate):>15}{fmt_ratio(res.encode_rate, ref.encode_rate):>10}"
             f"{fmt_rate(res.decode_rate):>15}{fmt_ratio(res.decode_rate, ref.decode_rate):>10}  {res.note}"
         )
+    print()
+    print("native kernels: binlog rows events -> payloads, vs the Python decoder + encoder on the same events")
+    header = f"{'kernel':<18}{'python rows/s':>15}{'native rows/s':>15}{'per row':>10}"
+    print(header)
+    print("-" * len(header))
+    for line in bench_kernels(table, batches, r):
+        print(line)
     return 0
 
 

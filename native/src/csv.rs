@@ -129,12 +129,15 @@ impl Csv {
         match self.quote {
             Some(q) => {
                 out.push(q);
-                for &b in s {
-                    out.push(b);
+                let mut last = 0;
+                for (i, &b) in s.iter().enumerate() {
                     if b == q {
+                        out.extend_from_slice(&s[last..=i]);
                         out.push(q);
+                        last = i + 1;
                     }
                 }
+                out.extend_from_slice(&s[last..]);
                 out.push(q);
             }
             None => {

@@ -462,7 +462,11 @@ fn read(r: &Reader, ev: &[u8], p: &mut usize, scratch: &mut Vec<u8>, cb: &mut dy
         Reader::Date => {
             let x = le(take(ev, p, 3)?);
             let start = scratch.len();
-            let _ = write!(Sink(scratch), "{:04}-{:02}-{:02}", x >> 9, (x >> 5) & 15, x & 31);
+            pad(scratch, x >> 9, 4);
+            scratch.push(b'-');
+            pad(scratch, (x >> 5) & 15, 2);
+            scratch.push(b'-');
+            pad(scratch, x & 31, 2);
             Cell::Str(scratch_span(scratch, start))
         }
         Reader::DateTime2 { fsp } => {
@@ -477,16 +481,7 @@ fn read(r: &Reader, ev: &[u8], p: &mut usize, scratch: &mut Vec<u8>, cb: &mut dy
             let ymd = y >> 17;
             let ym = ymd >> 5;
             let hms = y & 0x1FFFF;
-            let _ = write!(
-                Sink(scratch),
-                "{:04}-{:02}-{:02} {:02}:{:02}:{:02}",
-                ym / 13,
-                ym % 13,
-                ymd & 31,
-                hms >> 12,
-                (hms >> 6) & 63,
-                hms & 63
-            );
+            date_time(scratch, [ym / 13, ym % 13, ymd & 31, hms >> 12, (hms >> 6) & 63, hms & 63]);
             if fsp > 0 {
                 let scale = match fb {
                     1 => 10000,
@@ -494,7 +489,8 @@ fn read(r: &Reader, ev: &[u8], p: &mut usize, scratch: &mut Vec<u8>, cb: &mut dy
                     _ => 1,
                 };
                 let frac = (x & ((1u64 << (8 * fb)) - 1)) * scale / 10u64.pow(6 - fsp as u32);
-                let _ = write!(Sink(scratch), ".{:0width$}", frac, width = fsp);
+                scratch.push(b'.');
+                pad(scratch, frac, fsp);
             }
             Cell::Str(scratch_span(scratch, start))
         }
@@ -532,14 +528,10 @@ fn read(r: &Reader, ev: &[u8], p: &mut usize, scratch: &mut Vec<u8>, cb: &mut dy
                 _ => frac_raw,
             };
             let start = scratch.len();
-            let _ = write!(
-                Sink(scratch),
-                "{}{:02}:{:02}:{:02}",
-                if neg { "-" } else { "" },
-                (hms >> 12) & 0x3FF,
-                (hms >> 6) & 63,
-                hms & 63
-            );
+            if neg {
+                scratch.push(b'-');
+            }
+            clock(scratch, (hms >> 12) & 0x3FF, (hms >> 6) & 63, hms & 63);
             frac_text(micro, fsp, scratch);
             Cell::Str(scratch_span(scratch, start))
         }
@@ -547,16 +539,7 @@ fn read(r: &Reader, ev: &[u8], p: &mut usize, scratch: &mut Vec<u8>, cb: &mut dy
             let v = le(take(ev, p, 8)?);
             let (d, t) = (v / 1_000_000, v % 1_000_000);
             let start = scratch.len();
-            let _ = write!(
-                Sink(scratch),
-                "{:04}-{:02}-{:02} {:02}:{:02}:{:02}",
-                d / 10000,
-                d / 100 % 100,
-                d % 100,
-                t / 10000,
-                t / 100 % 100,
-                t % 100
-            );
+            date_time(scratch, [d / 10000, d / 100 % 100, d % 100, t / 10000, t / 100 % 100, t % 100]);
             Cell::Str(scratch_span(scratch, start))
         }
         Reader::Time => {
@@ -564,14 +547,10 @@ fn read(r: &Reader, ev: &[u8], p: &mut usize, scratch: &mut Vec<u8>, cb: &mut dy
             let v = ((raw << 40) as i64) >> 40;
             let a = v.unsigned_abs();
             let start = scratch.len();
-            let _ = write!(
-                Sink(scratch),
-                "{}{:02}:{:02}:{:02}",
-                if v < 0 { "-" } else { "" },
-                a / 10000,
-                a / 100 % 100,
-                a % 100
-            );
+            if v < 0 {
+                scratch.push(b'-');
+            }
+            clock(scratch, a / 10000, a / 100 % 100, a % 100);
             Cell::Str(scratch_span(scratch, start))
         }
         Reader::Timestamp => {
@@ -661,10 +640,10 @@ fn frac_text(micro: u64, fsp: usize, out: &mut Vec<u8>) {
     if fsp == 0 {
         return;
     }
-    let mut digits = String::new();
-    let _ = write!(digits, "{:06}", micro);
+    let mut digits = Vec::with_capacity(8);
+    pad(&mut digits, micro, 6);
     out.push(b'.');
-    out.extend_from_slice(&digits.as_bytes()[..fsp.min(digits.len())]);
+    out.extend_from_slice(&digits[..fsp.min(digits.len())]);
 }
 
 /// `YYYY-MM-DD HH:MM:SS` of a Unix time in UTC.
@@ -689,6 +668,19 @@ fn civil_from_days(z: i64) -> (i64, i64, i64) {
     (if m <= 2 { y + 1 } else { y }, m, d)
 }
 
+/// A fixed buffer the DECIMAL digits are collected in (no allocation per value).
+struct Buf<'a> {
+    data: &'a mut [u8; 72],
+    len: usize,
+}
+
+impl Buf<'_> {
+    fn extend_from_slice(&mut self, s: &[u8]) {
+        self.data[self.len..self.len + s.len()].copy_from_slice(s);
+        self.len += s.len();
+    }
+}
+
 /// Binary DECIMAL -> positional text of its absolute value with exactly `scale` fraction digits; returns
 /// whether it is negative (and not zero). A digit group beyond its digits falls back (the Python arithmetic
 /// would carry it into the next group).
@@ -704,9 +696,10 @@ fn decimal_text(raw: &[u8], precision: usize, scale: usize, out: &mut Vec<u8>) -
     }
     b[0] &= 0x7f;
     let intg = precision - scale;
-    let mut digits: Vec<u8> = Vec::with_capacity(precision);
+    let mut digits_buf = [0u8; 72];
+    let mut digits = Buf { data: &mut digits_buf, len: 0 };
     let mut q = 0usize;
-    let mut group = |n_bytes: usize, n_digits: usize, digits: &mut Vec<u8>| -> Res<()> {
+    let mut group = |n_bytes: usize, n_digits: usize, digits: &mut Buf<'_>| -> Res<()> {
         let v = be(&b[q..q + n_bytes]);
         q += n_bytes;
         if v >= 10u64.pow(n_digits as u32) {
@@ -733,6 +726,7 @@ fn decimal_text(raw: &[u8], precision: usize, scale: usize, out: &mut Vec<u8>) -
     if !scale.is_multiple_of(9) {
         group(DIG2BYTES[scale % 9], scale % 9, &mut digits)?;
     }
+    let digits = &digits.data[..digits.len];
     let (int_digits, frac_digits) = digits.split_at(intg);
     let first = int_digits.iter().position(|d| *d != b'0').unwrap_or(int_digits.len());
     if first == int_digits.len() {
@@ -746,6 +740,41 @@ fn decimal_text(raw: &[u8], precision: usize, scale: usize, out: &mut Vec<u8>) -
     }
     let zero = digits.iter().all(|d| *d == b'0');
     Ok(!positive && !zero)
+}
+
+/// `v` in decimal, zero-padded to at least `width` digits (`"%0<width>d"`).
+pub fn pad(out: &mut Vec<u8>, mut v: u64, width: usize) {
+    let mut buf = [b'0'; 20];
+    let mut i = buf.len();
+    loop {
+        i -= 1;
+        buf[i] = b'0' + (v % 10) as u8;
+        v /= 10;
+        if v == 0 {
+            break;
+        }
+    }
+    let start = i.min(buf.len() - width.min(buf.len()));
+    out.extend_from_slice(&buf[start..]);
+}
+
+/// `YYYY-MM-DD HH:MM:SS` from its parts (`"%04d-%02d-%02d %02d:%02d:%02d"`).
+fn date_time(out: &mut Vec<u8>, parts: [u64; 6]) {
+    pad(out, parts[0], 4);
+    out.push(b'-');
+    pad(out, parts[1], 2);
+    out.push(b'-');
+    pad(out, parts[2], 2);
+    out.push(b' ');
+    clock(out, parts[3], parts[4], parts[5]);
+}
+
+fn clock(out: &mut Vec<u8>, h: u64, m: u64, s: u64) {
+    pad(out, h, 2);
+    out.push(b':');
+    pad(out, m, 2);
+    out.push(b':');
+    pad(out, s, 2);
 }
 
 /// `fmt::Write` into a byte vector.

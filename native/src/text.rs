@@ -17,47 +17,84 @@ pub enum Json {
 
 const HEX: &[u8; 16] = b"0123456789abcdef";
 
+/// Bytes a JSON string cannot hold as they are: controls, `"`, `\\`, the HTML-unsafe `<`, `>`, `&`, and 0xE2
+/// (the lead byte of U+2028/U+2029, checked further).
+const SPECIAL: [bool; 256] = {
+    let mut t = [false; 256];
+    let mut i = 0;
+    while i < 0x20 {
+        t[i] = true;
+        i += 1;
+    }
+    t[b'"' as usize] = true;
+    t[b'\\' as usize] = true;
+    t[b'<' as usize] = true;
+    t[b'>' as usize] = true;
+    t[b'&' as usize] = true;
+    t[0xe2] = true;
+    t
+};
+
 /// A JSON string literal of valid UTF-8 `s`: orjson's escapes, then Go's HTML-safe ones (`<`, `>`, `&`,
 /// U+2028, U+2029) and the BS/FF spelling of `mode`.
 pub fn json_str(out: &mut Vec<u8>, s: &[u8], mode: Json) {
+    out.reserve(s.len() + 2);
     out.push(b'"');
     let mut last = 0;
     let mut i = 0;
     while i < s.len() {
         let b = s[i];
-        let esc: Option<&[u8]> = match b {
-            b'"' => Some(b"\\\""),
-            b'\\' => Some(b"\\\\"),
-            b'\n' => Some(b"\\n"),
-            b'\r' => Some(b"\\r"),
-            b'\t' => Some(b"\\t"),
-            0x08 => Some(if mode == Json::Canal { b"\\u0008" } else { b"\\b" }),
-            0x0c => Some(if mode == Json::Canal { b"\\u000c" } else { b"\\f" }),
-            b'<' => Some(b"\\u003c"),
-            b'>' => Some(b"\\u003e"),
-            b'&' => Some(b"\\u0026"),
-            0xe2 if s.get(i + 1) == Some(&0x80) && matches!(s.get(i + 2), Some(0xa8) | Some(0xa9)) => {
-                Some(if s[i + 2] == 0xa8 { b"\\u2028" } else { b"\\u2029" })
+        if !SPECIAL[b as usize] {
+            i += 1;
+            continue;
+        }
+        let esc: &[u8] = match b {
+            b'"' => b"\\\"",
+            b'\\' => b"\\\\",
+            b'\n' => b"\\n",
+            b'\r' => b"\\r",
+            b'\t' => b"\\t",
+            0x08 => {
+                if mode == Json::Canal {
+                    b"\\u0008"
+                } else {
+                    b"\\b"
+                }
             }
-            0..=0x1f => None,
-            _ => {
-                i += 1;
+            0x0c => {
+                if mode == Json::Canal {
+                    b"\\u000c"
+                } else {
+                    b"\\f"
+                }
+            }
+            b'<' => b"\\u003c",
+            b'>' => b"\\u003e",
+            b'&' => b"\\u0026",
+            0xe2 => {
+                if s.get(i + 1) == Some(&0x80) && matches!(s.get(i + 2), Some(0xa8) | Some(0xa9)) {
+                    out.extend_from_slice(&s[last..i]);
+                    out.extend_from_slice(if s[i + 2] == 0xa8 { b"\\u2028" } else { b"\\u2029" });
+                    i += 3;
+                    last = i;
+                } else {
+                    i += 1;
+                }
                 continue;
             }
-        };
-        out.extend_from_slice(&s[last..i]);
-        match esc {
-            Some(e) => {
-                out.extend_from_slice(e);
-                i += if b == 0xe2 { 3 } else { 1 };
-            }
-            None => {
+            _ => {
+                out.extend_from_slice(&s[last..i]);
                 out.extend_from_slice(b"\\u00");
                 out.push(HEX[(b >> 4) as usize]);
                 out.push(HEX[(b & 15) as usize]);
                 i += 1;
+                last = i;
+                continue;
             }
-        }
+        };
+        out.extend_from_slice(&s[last..i]);
+        out.extend_from_slice(esc);
+        i += 1;
         last = i;
     }
     out.extend_from_slice(&s[last..]);

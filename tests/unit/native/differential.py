@@ -77,7 +77,7 @@ def check_messages(encoder: Any, rows: Sequence[RowChange], expected: list[bytes
     got = encoder.encode_events(events, split)
     if got is None:
         return False
-    assert [m.value for m in got] == expected
+    assert got == expected
     return True
 
 

@@ -232,7 +232,7 @@ def test_every_kernel_writes_the_python_bytes(txn: tuple[TableInfo, list[RowChan
     assert got == (canal.encode_txn(rows), len(rows))
     mq = CanalJsonMessageEncoder(CanalJsonConfig.from_options(CONFIGS_CANAL[ci]), now_ms=lambda: NOW)
     messages = mq.encode_events(events, False)
-    assert messages is not None and [m.value for m in messages] == [mq.encode_row(r).value for r in rows]
+    assert messages == [mq.encode_row(r).value for r in rows]
     csv = CsvEncoder(CsvConfig.from_options(CONFIGS_CSV[si]))
     got = csv.encode_events(events, False)
     if got is None:  # only a common handle (a key that is not one integer) stays with the Python formatter
@@ -241,7 +241,7 @@ def test_every_kernel_writes_the_python_bytes(txn: tuple[TableInfo, list[RowChan
         assert got == (csv.encode_txn(rows), len(rows))
     simple = SimpleEncoder(SimpleConfig.from_options({"time-zone": "Asia/Shanghai"}), clock=lambda: NOW)
     messages = simple.encode_events(events, False)
-    assert messages is not None and [m.value for m in messages] == [simple.encode_row(r).value for r in rows]
+    assert messages == [simple.encode_row(r).value for r in rows]
     rendered = mysql_native(rows)
     if all(
         isinstance(v, int | Decimal | bytes) or v is None or (isinstance(v, str) and v.isascii())

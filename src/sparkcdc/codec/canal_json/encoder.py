@@ -229,9 +229,10 @@ class CanalJsonMessageEncoder:
             return None
         return [Message(None, v) for v in lines]
 
-    def encode_events(self, events: Sequence[RowsEvent], split_updates: bool) -> list[Message] | None:
-        """``encode_rows`` of the events' rows through the native kernel, or None when the Python path must encode
-        them (a message above max-message-bytes, a key-changing UPDATE to split, a value it does not render)."""
+    def encode_events(self, events: Sequence[RowsEvent], split_updates: bool) -> list[bytes] | None:
+        """The message values of ``encode_rows`` of the events' rows through the native kernel, or None when the
+        Python path must encode them (a message above max-message-bytes, a key-changing UPDATE to split, a value
+        it does not render)."""
         kernels = self._kernels.get(split_updates)
         if kernels is None:
             limit = self.config.max_message_bytes - MAX_RECORD_OVERHEAD
@@ -239,7 +240,7 @@ class CanalJsonMessageEncoder:
                 "canal-json-mq", lambda e: self._plans.get(e.table).native_spec(self.config, limit), split_updates
             )
         values: list[bytes] | None = kernels.encode(events, self._now_ms())
-        return None if values is None else [Message(None, v) for v in values]
+        return values
 
     def encode_row_checked(self, row: RowChange) -> EncodedRow:
         """The DML message plus, for claim-check, the file holding the full original message.

@@ -123,16 +123,16 @@ class SimpleEncoder:
             return None
         return [Message(None, v) for v in values]
 
-    def encode_events(self, events: Sequence[RowsEvent], split_updates: bool) -> list[Message] | None:
-        """``encode_rows`` of the events' rows through the native kernel (JSON only: Avro stays on the Python
-        path), or None when the Python path must encode them."""
+    def encode_events(self, events: Sequence[RowsEvent], split_updates: bool) -> list[bytes] | None:
+        """The message values of ``encode_rows`` of the events' rows through the native kernel (JSON only: Avro
+        stays on the Python path), or None when the Python path must encode them."""
         if self._avro:
             return None
         kernels = self._kernels.get(split_updates)
         if kernels is None:
             kernels = self._kernels[split_updates] = Kernels("simple", self._native_spec, split_updates)
         values: list[bytes] | None = kernels.encode(events, self._clock())
-        return None if values is None else [Message(None, v) for v in values]
+        return values
 
     def _native_spec(self, event: RowsEvent) -> dict[str, Any] | None:
         """What the native kernel needs (``native/src/simple.rs``): the message head around op, commitTs and

@@ -99,7 +99,7 @@ class KafkaEncoder:
         probe = RowChange(events[0].commit_ts, table, RowOp.INSERT, None, (), events[0].physical_table_id)
         partition = generator.partition(probe, count).index
         yield Payload(route_of(topic, partition), events[0].physical_table_id, len(messages),
-                      pack(topic, partition, [m.value for m in messages]))  # fmt: skip
+                      pack(topic, partition, messages))  # fmt: skip
 
     def _verify(self, table: TableInfo) -> None:
         """TiCDC's VerifyTables, once per table version: the dispatchers' index/columns exist, the selectors keep
