@@ -27,7 +27,7 @@ from typing import Any
 
 from sparkcdc.errors import ConfigError, SparkcdcError
 from sparkcdc.filter.system_schemas import CONSUMER_SCHEMA
-from sparkcdc.model import DDLAction, RowChange
+from sparkcdc.model import DDLAction
 from sparkcdc.mysql.statements import AppliedRow, BatchPlan, plan_batch
 from sparkcdc.mysql.target import (
     CHARSET_CLAUSE,
