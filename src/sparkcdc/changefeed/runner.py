@@ -50,6 +50,9 @@ Contract (the pipeline's runner must honour it):
     The upstream's tables as of ``ts`` (their columns), as far as this server's capture has read them; None when
     it cannot tell (no capture). Create and update check the expression filters against them, as TiCDC verifies
     them against the schema at start-ts.
+``ready() -> bool``
+    Whether a changefeed started now starts without waiting for the runner's engine (the Spark runner builds
+    and warms its session in the background when the server starts). Cheap.
 ``close()``
     Server shutdown: stop everything, release sessions.
 
@@ -212,5 +215,7 @@ class ChangefeedRunner(Protocol):
     def capture_stats(self) -> CaptureStats | None: ...
 
     def upstream_tables(self, ts: int) -> list[TableInfo] | None: ...
+
+    def ready(self) -> bool: ...
 
     def close(self) -> None: ...

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 import os
+import struct
 import sys
 import time
 from dataclasses import replace
@@ -15,7 +16,8 @@ from sparkcdc.pipeline.spec import FeedSpec
 
 log = logging.getLogger(__name__)
 
-_ROUTE_KEYS: dict[int, list[int]] = {}
+_INT = struct.Struct("<i")
+_SPARK_HASH_SEED = 42  # Spark's Murmur3Hash seed for hash() and hash partitioning
 
 
 def spark_env() -> None:
@@ -169,19 +171,22 @@ def writer_route(spark: Any, writers: int) -> Any:
     """
     from pyspark.sql import functions as F
 
-    keys = _ROUTE_KEYS.get(writers)
-    if keys is None:
-        found = (
-            spark.range(0, 64 * writers)
-            .selectExpr("CAST(id AS INT) AS k", f"pmod(hash(CAST(id AS INT)), {writers}) AS p")
-            .groupBy("p")
-            .agg(F.min("k").alias("k"))
-            .collect()
-        )
-        by_task = {int(r["p"]): int(r["k"]) for r in found}
-        keys = [by_task[p] for p in range(writers)]  # 64 tries per task: a miss has odds ~e^-64
-        _ROUTE_KEYS[writers] = keys
+    keys = route_keys(writers)
     return F.element_at(F.array(*[F.lit(k) for k in keys]), F.pmod(F.col("route"), F.lit(writers)) + 1)
+
+
+def route_keys(writers: int) -> list[int]:
+    """For each writer task ``p``, the smallest int that Spark's ``hash`` (Murmur3 x86 32-bit of the int's 4
+    little-endian bytes, seed 42) sends to task ``p`` of ``writers``. Computed here rather than by a Spark
+    job: a query start then runs no job before its first batch."""
+    import mmh3
+
+    keys: dict[int, int] = {}
+    k = 0
+    while len(keys) < writers:
+        keys.setdefault(mmh3.hash(_INT.pack(k), _SPARK_HASH_SEED) % writers, k)
+        k += 1
+    return [keys[p] for p in range(writers)]
 
 
 def _query_name(changefeed: str) -> str:

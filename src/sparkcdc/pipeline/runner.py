@@ -411,14 +411,30 @@ class SparkRunner:
 
     # -- session -------------------------------------------------------------------------------------
     def _build_session(self) -> None:
+        """Build the session, then warm it up (``sparkcdc.pipeline.warmup``) unless a changefeed is already
+        waiting for it: that one's query warms it as well, and sooner. ``ready`` is set after both."""
         from sparkcdc.pipeline.query import build_session
+        from sparkcdc.pipeline.warmup import warm_up
 
+        began = time.monotonic()
         try:
             self._spark = build_session(self.ctx.spark_master, "sparkcdc-server", hold_fds=self.ctx.hold_fds)
+            with self._lock:
+                waiting = bool(self._feeds)
+            if not waiting:
+                try:
+                    warm_up(self._spark, Path(self.ctx.data_dir) / "warmup")
+                except Exception as e:  # only the first changefeed's start is slower
+                    log.warning("warming the Spark session up failed: %s", _first_line(e))
+            log.info("Spark session (%s) ready after %.1fs", self.ctx.spark_master, time.monotonic() - began)
         except BaseException as e:  # reported by the next start()
             self._spark_error = e
+            log.error("cannot start Spark (%s): %s", self.ctx.spark_master, _first_line(e))
         finally:
             self._spark_ready.set()
+
+    def ready(self) -> bool:
+        return self._spark_ready.is_set() and self._spark is not None
 
     def _session(self) -> Any:
         if not self._spark_ready.wait(180):

@@ -214,6 +214,7 @@ def create_app(manager: ChangefeedManager, membership: Membership | None = None,
             "pid": os.getpid(),
             "is_owner": cluster.is_owner(),
             "liveness": 0,
+            "ready": manager.runner.ready(),
         }
 
     @app.get("/api/v2/captures")

@@ -147,6 +147,9 @@ class ClusterRunner:
     def upstream_tables(self, ts: int) -> list[TableInfo] | None:
         return self.local.upstream_tables(ts)
 
+    def ready(self) -> bool:
+        return self.local.ready()
+
     def close(self) -> None:
         self._stop.set()
         self.executor.stop_all()

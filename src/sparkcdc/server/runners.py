@@ -72,6 +72,9 @@ class NoopRunner:
     def upstream_tables(self, ts: int) -> list[TableInfo] | None:
         return None  # it reads no schema
 
+    def ready(self) -> bool:
+        return True  # it has no engine to start
+
     def close(self) -> None:
         with self._lock:
             self._running.clear()

@@ -80,3 +80,16 @@ def test_a_plain_registration_is_replaced_by_the_concurrency_safe_one(spark: Any
     finally:
         spark._jvm.org.apache.spark.sql.classic.SparkSession.setActiveSession(spark._jsparkSession)
     assert environment_map_class(fresh, "ticdc") == "java.util.concurrent.ConcurrentHashMap"
+
+
+def test_warm_up_runs_one_batch_and_leaves_nothing_behind(spark: Any, tmp_path: Any) -> None:
+    from sparkcdc.pipeline.warmup import warm_up
+
+    work = tmp_path / "warmup"
+    (work / "state").mkdir(parents=True)
+    (work / "state" / "left-by-a-killed-server").write_text("x")
+    before = {q.id for q in spark.streams.active}
+    committed = warm_up(spark, work)
+    assert committed.checkpoint_ts == 2 and committed.batch_id == 0  # its one batch reached the end of its range
+    assert not work.exists()
+    assert {q.id for q in spark.streams.active} == before

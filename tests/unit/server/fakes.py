@@ -26,6 +26,7 @@ class FakeRunner:
         self.closed = False
         self.capture: CaptureStats | None = None
         self.tables: list[TableInfo] | None = None  # the upstream's tables, for the expression filters' check
+        self.engine_ready = True
 
     def start(self, info: ChangefeedInfo, checkpoint_ts: int) -> None:
         self.calls.append(("start", info.id))
@@ -71,6 +72,8 @@ class FakeRunner:
     def upstream_tables(self, ts: int) -> list[TableInfo] | None:
         return self.tables
 
+    def ready(self) -> bool:
+        return self.engine_ready
 
     def close(self) -> None:
         self.closed = True

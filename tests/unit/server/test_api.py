@@ -60,8 +60,8 @@ def client(tmp_path: Path) -> Iterator[ASGIClient]:
 def test_health_status_tso(client: ASGIClient) -> None:
     assert client.get("/api/v2/health").json() == {}
     st = client.get("/api/v2/status").json()
-    assert list(st) == ["version", "git_hash", "id", "cluster_id", "pid", "is_owner", "liveness"]
-    assert st["id"] == "cap-1" and st["is_owner"] is True
+    assert list(st) == ["version", "git_hash", "id", "cluster_id", "pid", "is_owner", "liveness", "ready"]
+    assert st["id"] == "cap-1" and st["is_owner"] is True and st["ready"] is True
     # one server is a cluster of one capture, its own owner (TiCDC's shapes)
     assert client.get("/api/v2/captures").json() == {
         "total": 1, "items": [{"id": "cap-1", "is_owner": True, "address": "127.0.0.1:8300", "cluster_id": "default"}]}
@@ -73,6 +73,17 @@ def test_health_status_tso(client: ASGIClient) -> None:
     assert client.get("/api/v2/status").json()["is_owner"] is True
     t = client.post("/api/v2/tso").json()
     assert (t["timestamp"] << 18) | t["logic_time"] == NOW
+
+
+def test_status_says_whether_the_runner_is_ready(tmp_path: Path) -> None:
+    runner = FakeRunner()
+    runner.engine_ready = False  # the Spark session still starting
+    mgr = ChangefeedManager(MetaStore(tmp_path), runner)
+    client = ASGIClient(create_app(mgr, SingleNode("127.0.0.1:8300")))
+    assert client.get("/api/v2/status").json()["ready"] is False
+    runner.engine_ready = True
+    assert client.get("/api/v2/status").json()["ready"] is True
+    mgr.close()
 
 
 def test_create_get_list_status_with_masking(client: ASGIClient) -> None:
