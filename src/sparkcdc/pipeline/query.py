@@ -52,12 +52,18 @@ TRIGGER_POLL_SECONDS = 0.5
 
 
 def build_session(
-    master: str, app_name: str = "sparkcdc", extra: dict[str, str] | None = None, hold_fds: tuple[int, ...] = ()
+    master: str,
+    app_name: str = "sparkcdc",
+    extra: dict[str, str] | None = None,
+    hold_fds: tuple[int, ...] = (),
+    home_dir: Path | None = None,
 ) -> Any:
     """A SparkSession for pipelines; ``extra`` settings win over the defaults, except that
     ``spark.driver.extraJavaOptions`` is appended to ``DRIVER_JAVA_OPTIONS``. JVM options only take effect when
     this call starts the JVM (the first session of the process); that JVM ignores the signals that stop the
-    driver (``gateway``), so stopping Spark is the driver's decision, and holds ``hold_fds`` open while it lives."""
+    driver (``gateway``), so stopping Spark is the driver's decision, and holds ``hold_fds`` open while it lives.
+    ``home_dir``: a private directory, kept while the JVM lives, for the SPARK_HOME that lets its Python
+    processes import the installed pyspark (``gateway.pyspark_home``)."""
     spark_env()
     from pyspark.sql import SparkSession
 
@@ -66,7 +72,7 @@ def build_session(
     conf = {**_SESSION_DEFAULTS, **(extra or {})}
     java = conf.get("spark.driver.extraJavaOptions", "")
     conf["spark.driver.extraJavaOptions"] = f"{DRIVER_JAVA_OPTIONS} {java}".strip()
-    ensure_detached_gateway({"spark.master": master, "spark.app.name": app_name, **conf}, hold_fds)
+    ensure_detached_gateway({"spark.master": master, "spark.app.name": app_name, **conf}, hold_fds, home_dir)
     builder = SparkSession.builder.master(master).appName(app_name)
     for k, v in conf.items():
         builder = builder.config(k, v)

@@ -418,7 +418,8 @@ class SparkRunner:
 
         began = time.monotonic()
         try:
-            self._spark = build_session(self.ctx.spark_master, "sparkcdc-server", hold_fds=self.ctx.hold_fds)
+            self._spark = build_session(self.ctx.spark_master, "sparkcdc-server", hold_fds=self.ctx.hold_fds,
+                                        home_dir=Path(self.ctx.data_dir) / "spark-home")  # fmt: skip
             with self._lock:
                 waiting = bool(self._feeds)
             if not waiting:

@@ -31,3 +31,16 @@ def test_jvm_ignores_the_drivers_stop_signals(spark: Any) -> None:
     for sig in (signal.SIGINT, signal.SIGTERM, signal.SIGHUP):
         assert ignored & (1 << (sig - 1)), sig.name
     assert spark.range(3).count() == 3
+
+
+def test_python_workers_import_the_installed_pyspark_not_the_zip(spark: Any) -> None:
+    """Spark puts ``$SPARK_HOME/python/lib/pyspark.zip`` first on its workers' path; Python never caches bytecode
+    for a zip, so each worker compiled pyspark anew (``gateway.pyspark_home``)."""
+
+    def where(_: Any) -> Any:
+        import pyspark
+
+        yield pyspark.__file__
+
+    found = set(spark.sparkContext.parallelize(range(2), 2).mapPartitions(where).collect())
+    assert found and all(".zip" not in path for path in found), found
