@@ -18,7 +18,6 @@ from sparkcdc.changefeed.runner import ChangefeedRunner, RunnerContext
 from sparkcdc.errors import ConfigError, SparkcdcError
 from sparkcdc.local_file import private_dir
 from sparkcdc.masking import mask_uri
-from sparkcdc.server.api import create_app
 from sparkcdc.server.capture_state import EtcdCaptureState
 from sparkcdc.server.changefeed import ChangefeedManager
 from sparkcdc.server.cluster import EtcdMembership, Membership, SingleNode, request_timeout
@@ -194,6 +193,10 @@ def _serve(manager: ChangefeedManager, membership: Membership, host: str, port: 
     """Serve the Open API on a thread until a stop signal (uvicorn installs no signal handlers outside the main
     thread, so ours decide). Raises SparkcdcError when the API server ends by itself."""
     import uvicorn
+
+    # imported here, after the runner has started Spark's JVM in the background: FastAPI and the API's models
+    # take a second to import, which the JVM's start then overlaps
+    from sparkcdc.server.api import create_app
 
     config = uvicorn.Config(
         create_app(manager, membership, scheduler.executor if scheduler else None, scheduler),
