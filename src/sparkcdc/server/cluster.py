@@ -11,6 +11,8 @@ works as TiCDC's captures do on PD's etcd:
   the owner's key is gone (lease expired, or resigned);
 - a capture whose lease expired (etcd unreachable for longer than ``ttl``) gives up ownership at once, and
   registers again with a new lease when etcd answers;
+- each capture looks at the cluster about once a second and, through an etcd watch on the owner keys, at once
+  when one of them goes: the next capture in line takes over as soon as etcd expires the owner's lease;
 - ``fence()`` gives the compare that holds only while this capture's owner key stands: the store conditions the
   owner's writes on it, so a deposed owner that has not noticed yet cannot overwrite its successor's.
 
@@ -36,6 +38,7 @@ from sparkcdc.server.etcd_store import CDC_ROOT, META
 log = logging.getLogger(__name__)
 
 DEFAULT_TTL = 10  # seconds: TiCDC's capture session TTL
+TICK_MAX_S = 1.0  # the longest time between two looks at the cluster (and session refreshes)
 
 
 def request_timeout(ttl: int) -> float:
@@ -118,6 +121,7 @@ class EtcdMembership:
         self._is_owner = False
         self._lock = threading.RLock()
         self._stop = threading.Event()
+        self._owner_changed = threading.Event()
         self._thread: threading.Thread | None = None
 
     # -- lifecycle ---------------------------------------------------------------------------------------
@@ -127,11 +131,13 @@ class EtcdMembership:
         self.tick()
         self._thread = threading.Thread(target=self._loop, name="capture-session", daemon=True)
         self._thread.start()
+        threading.Thread(target=self._watch_owners, name="capture-owner-watch", daemon=True).start()
         return self
 
     def close(self) -> None:
         """Leave the cluster: stop being owner, revoke the lease (etcd drops this capture's keys at once)."""
         self._stop.set()
+        self._owner_changed.set()
         if self._thread is not None:
             self._thread.join(10)
         self._set_owner(False)
@@ -158,9 +164,35 @@ class EtcdMembership:
         kv = self.client.get(self._owner_key)
         self._owner_rev = kv.create_revision if kv else 0
 
+    def _period(self) -> float:
+        return max(0.2, min(TICK_MAX_S, self.ttl / 4))
+
+    def _watch_owners(self) -> None:
+        """Wake the session loop whenever an owner key changes (the watch ends with the session loop; it is not
+        joined: a pending watch returns within a period)."""
+        while not self._stop.is_set():
+            try:
+                if self.client.wait_for_change(f"{self.meta}/owner/", self._period()):
+                    self._owner_changed.set()
+            except (SparkcdcError, RuntimeError):  # etcd away (the session loop says so), or its client closed
+                self._stop.wait(self._period())
+
     def _loop(self) -> None:
-        period = max(0.2, min(1.0, self.ttl / 4))
-        while not self._stop.wait(period):
+        period = self._period()
+        refresh_at = time.monotonic() + period
+        while not self._stop.is_set():
+            changed = self._owner_changed.wait(max(0.0, refresh_at - time.monotonic()))
+            if self._stop.is_set():
+                return
+            if changed and time.monotonic() < refresh_at:  # an owner key changed: look now, refresh as planned
+                self._owner_changed.clear()
+                try:
+                    self.tick()
+                except SparkcdcError as e:
+                    log.debug("capture %s: looking at the owners: %s", self.capture_id, e)
+                continue
+            self._owner_changed.clear()
+            refresh_at = time.monotonic() + period
             try:
                 if self._cut_off_told:
                     # it stopped what ran under its session while cut off: a new session drops the old keys (its

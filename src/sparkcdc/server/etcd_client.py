@@ -11,6 +11,7 @@ Endpoints are tried in order; a request that reaches none raises MetaStoreError 
 from __future__ import annotations
 
 import base64
+import json
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,6 +66,7 @@ class EtcdClient:
 
     def __init__(self, endpoints: list[str], timeout: float = 5.0) -> None:
         self.endpoints = list(endpoints)
+        self.timeout = timeout
         self._http = httpx.Client(timeout=timeout)
 
     def close(self) -> None:
@@ -112,6 +114,29 @@ class EtcdClient:
         """An etcd transaction in the gateway's JSON (keys already base64, see ``op_*``): (succeeded, responses)."""
         doc = self._call("kv/txn", {"compare": compare, "success": success, "failure": failure or []})
         return bool(doc.get("succeeded", False)), list(doc.get("responses", []))
+
+    # -- watch --------------------------------------------------------------------------------------------
+    def wait_for_change(self, prefix: str, timeout: float) -> bool:
+        """Wait until a key under ``prefix`` is put or deleted (True) or ``timeout`` seconds pass (False). Changes
+        made before the call are not seen: the caller reads the state after it returns either way. Raises
+        EtcdError (retryable) when no endpoint answers."""
+        body = {"create_request": {"key": _b64(prefix), "range_end": prefix_end(prefix)}}
+        limits = httpx.Timeout(self.timeout, read=timeout)
+        last: Exception | None = None
+        for base in self.endpoints:
+            try:
+                with self._http.stream("POST", f"{base}/v3/watch", json=body, timeout=limits) as r:
+                    if r.status_code != 200:
+                        raise EtcdError(f"etcd watch: HTTP {r.status_code}", retryable=True)
+                    for line in r.iter_lines():  # {"result": {...}} per line: the watch's creation, then events
+                        if line.strip() and json.loads(line).get("result", {}).get("events"):
+                            return True
+                raise EtcdError("etcd ended the watch", retryable=True)
+            except httpx.ReadTimeout:
+                return False
+            except (httpx.HTTPError, ValueError) as e:  # ValueError: a line that is no JSON
+                last = e
+        raise EtcdError(f"etcd is unreachable at {', '.join(self.endpoints)}: {last}", retryable=True)
 
     # -- leases -------------------------------------------------------------------------------------------
     def grant(self, ttl: int) -> int:

@@ -11,6 +11,7 @@ from collections.abc import Callable, Iterator
 import pytest
 
 from sparkcdc.devtools.etcd import EtcdServer
+from sparkcdc.server import cluster
 from sparkcdc.server.cluster import EtcdMembership, request_timeout
 from sparkcdc.server.etcd_client import EtcdClient
 
@@ -22,10 +23,10 @@ TTL = 2
 class Node:
     """A membership plus the ownership changes it reported."""
 
-    def __init__(self, server: EtcdServer, cluster: str, port: int) -> None:
-        self.client = EtcdClient([server.endpoint], timeout=request_timeout(TTL))
+    def __init__(self, server: EtcdServer, cluster: str, port: int, ttl: int = TTL) -> None:
+        self.client = EtcdClient([server.endpoint], timeout=request_timeout(ttl))
         self.changes: list[bool] = []
-        self.m = EtcdMembership(self.client, f"127.0.0.1:{port}", cluster_id=cluster, ttl=TTL,
+        self.m = EtcdMembership(self.client, f"127.0.0.1:{port}", cluster_id=cluster, ttl=ttl,
                                 on_owner=self.changes.append)  # fmt: skip
 
     def die(self) -> None:
@@ -83,6 +84,27 @@ def test_a_dead_owner_is_replaced_after_its_session_expires(nodes: list[Node]) -
     took = wait_for(lambda: nodes[1].m.is_owner(), TTL + 5, "a new owner")
     assert took <= TTL + 2
     assert [c.id for c in nodes[1].m.captures()] == [nodes[1].m.capture_id]  # the dead one's key expired
+
+
+def test_the_next_capture_takes_over_as_soon_as_the_owner_key_goes(
+    etcd: EtcdServer, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Not at its next look at the cluster: an etcd watch on the owner keys wakes it (here no periodic look
+    comes within the test: without the watch, the takeover waits up to 120 s)."""
+    monkeypatch.setattr(cluster, "TICK_MAX_S", 120.0)
+    name = f"c{uuid.uuid4().hex[:8]}"
+    first, second = Node(etcd, name, 8300, ttl=600), Node(etcd, name, 8301, ttl=600)
+    try:
+        first.m.start()
+        second.m.start()
+        assert first.m.is_owner() and not second.m.is_owner()
+        first.die()
+        first.client.revoke(first.m.lease)  # what etcd does when the dead owner's lease expires
+        wait_for(second.m.is_owner, 5, "the next capture to take over")
+    finally:
+        for n in (first, second):
+            n.m.close()
+            n.client.close()
 
 
 def test_an_owner_cut_off_from_etcd_steps_down_before_another_is_elected(etcd: EtcdServer, nodes: list[Node]) -> None:
