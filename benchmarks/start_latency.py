@@ -334,13 +334,17 @@ def restart(upstream: Upstream, root: Path) -> dict[str, float]:
             wait_checkpoint([server], "cf", server.commit_ts(upstream.insert(db)))
             server.kill()
             t0 = time.monotonic()
+            gone: list[float] = []
+            watcher = threading.Thread(target=_wait_gone, args=(set(server.sessions), gone), daemon=True)
+            watcher.start()
             at_kill = upstream.last_gtid()
             wall = time.time()
             up = server.start()
             done = wait_checkpoint([server], "cf", server.commit_ts(at_kill))
             assert server.proc is not None
             cpu = tree_cpu(server.proc.pid)
-        out = {"resumed": done - t0, "API up": up - t0, "server CPU s meanwhile": cpu}
+        watcher.join(120)
+        out = {"resumed": done - t0, "old JVM gone": gone[0] - t0, "API up": up - t0, "server CPU s meanwhile": cpu}
         started = server.log_time("changefeed=default/cf query started", wall)
         if started is not None:
             out["query started"] = started - wall
@@ -384,6 +388,12 @@ def failover(upstream: Upstream, root: Path, etcd: EtcdServer) -> dict[str, floa
     finally:
         first.stop()
         second.stop()
+
+
+def _wait_gone(sessions: set[int], at: list[float]) -> None:
+    """Append the time.monotonic() when the processes of ``sessions`` (a killed server's JVM) are gone."""
+    wait(lambda: not _session_members(sessions), 120, "the killed server's JVM to exit")
+    at.append(time.monotonic())
 
 
 def _runs_on(server: Server, cf: str) -> str | None:
