@@ -422,9 +422,12 @@ class SparkRunner:
                                         home_dir=Path(self.ctx.data_dir) / "spark-home")  # fmt: skip
             with self._lock:
                 waiting = bool(self._feeds)
-            if not waiting:
+            work = Path(self.ctx.data_dir) / "warmup"
+            if waiting:
+                shutil.rmtree(work, ignore_errors=True)  # left by a server killed while warming up
+            else:
                 try:
-                    warm_up(self._spark, Path(self.ctx.data_dir) / "warmup")
+                    warm_up(self._spark, work, cancel=self._closed)
                 except Exception as e:  # only the first changefeed's start is slower
                     log.warning("warming the Spark session up failed: %s", _first_line(e))
             log.info("Spark session (%s) ready after %.1fs", self.ctx.spark_master, time.monotonic() - began)

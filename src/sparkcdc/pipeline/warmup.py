@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import logging
 import shutil
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -29,10 +30,12 @@ WARMUP_TIMEOUT_S = 120.0
 _FIRST_TS, _LAST_TS = 1, 2  # the warm-up batch's range (an empty relay log resolved up to _LAST_TS)
 
 
-def warm_up(spark: Any, work_dir: Path, timeout: float = WARMUP_TIMEOUT_S) -> CommittedProgress:
+def warm_up(spark: Any, work_dir: Path, cancel: threading.Event | None = None,
+            timeout: float = WARMUP_TIMEOUT_S) -> CommittedProgress | None:  # fmt: skip
     """Run one micro-batch of a changefeed-shaped query in ``spark``, under ``work_dir`` (emptied first and
-    removed after); returns what its commit recorded. Raises SparkcdcError when the batch does not commit
-    within ``timeout`` seconds, and what Spark raises; either way nothing is left running."""
+    removed after); returns what its commit recorded, or None when ``cancel`` was set first (the server is
+    stopping). Raises SparkcdcError when the batch does not commit within ``timeout`` seconds, and what Spark
+    raises; either way nothing is left running."""
     shutil.rmtree(work_dir, ignore_errors=True)
     capture = work_dir / "capture"
     relay = RelayLogWriter(capture)
@@ -47,6 +50,8 @@ def warm_up(spark: Any, work_dir: Path, timeout: float = WARMUP_TIMEOUT_S) -> Co
     query = start_query(spark, spec, trigger_seconds=0.0)
     try:
         while (committed := read_progress(spec.progress_path)) is None:
+            if cancel is not None and cancel.is_set():
+                return None
             if not query.isActive:
                 raise SparkcdcError(f"the warm-up query stopped: {query.exception()}")
             if time.monotonic() - began > timeout:

@@ -93,3 +93,14 @@ def test_warm_up_runs_one_batch_and_leaves_nothing_behind(spark: Any, tmp_path: 
     assert committed.checkpoint_ts == 2 and committed.batch_id == 0  # its one batch reached the end of its range
     assert not work.exists()
     assert {q.id for q in spark.streams.active} == before
+
+
+def test_a_cancelled_warm_up_stops_its_query(spark: Any, tmp_path: Any) -> None:
+    from sparkcdc.pipeline.warmup import warm_up
+
+    before = {q.id for q in spark.streams.active}
+    stopping = threading.Event()
+    stopping.set()  # the server is stopping
+    assert warm_up(spark, tmp_path / "warmup", cancel=stopping) is None
+    assert not (tmp_path / "warmup").exists()
+    assert {q.id for q in spark.streams.active} == before
