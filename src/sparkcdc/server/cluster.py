@@ -184,7 +184,9 @@ class EtcdMembership:
             changed = self._owner_changed.wait(max(0.0, refresh_at - time.monotonic()))
             if self._stop.is_set():
                 return
-            if changed and time.monotonic() < refresh_at:  # an owner key changed: look now, refresh as planned
+            # an owner key changed: look now and refresh as planned (a capture cut off from etcd starts a new
+            # session first, at its next refresh)
+            if changed and not self._cut_off_told and time.monotonic() < refresh_at:
                 self._owner_changed.clear()
                 try:
                     self.tick()
