@@ -70,10 +70,12 @@ _REGISTRY: dict[str, dict[str, str]] = {
     "message_encoder": {
         "canal-json": "sparkcdc.codec.canal_json.encoder:message_encoder_from_options",
         "simple": "sparkcdc.codec.simple.encoder:from_options",
+        "avro": "sparkcdc.codec.avro.encoder:from_options",
     },
     "message_decoder": {
         "canal-json": "sparkcdc.codec.canal_json.decoder:message_decoder_from_options",
         "simple": "sparkcdc.codec.simple.decoder:from_options",
+        "avro": "sparkcdc.codec.avro.decoder:from_options",
     },
 }
 
