@@ -47,8 +47,11 @@ def is_secret_param(key: str) -> bool:
 
 
 def mask_value(key: str, value: str) -> str:
-    """``value`` as it may be shown for parameter ``key``."""
-    return MASK if value and is_secret_param(key) else value
+    """``value`` as it may be shown for parameter ``key``: a credential masked whole, a URI given as a parameter
+    (``schema-registry=https://user:password@host``) with its own secrets masked."""
+    if value and is_secret_param(key):
+        return MASK
+    return mask_uri(value) if "://" in value else value
 
 
 def mask_uri(uri: str) -> str:

@@ -17,7 +17,7 @@ from typing import Any, TypeVar
 
 import click
 
-from sparkcdc.changefeed.config import ReplicaConfig, merge_documents, read_toml_file
+from sparkcdc.changefeed.config import ReplicaConfig, merge_documents, read_toml_file, thaw
 from sparkcdc.changefeed.info import RUNNING
 from sparkcdc.cli.client import DEFAULT_SERVER, APIClient
 from sparkcdc.errors import ConfigError, SparkcdcError
@@ -140,6 +140,11 @@ def changefeed(ctx: click.Context) -> None:
 @click.option(
     "--config", "config_path", type=click.Path(dir_okay=False), default=None, help="Changefeed configuration (TOML)."
 )
+@click.option(
+    "--schema-registry",
+    default="",
+    help="Avro Schema Registry URI (protocol=avro): http(s)://[user:password@]host:port, URL-encoded credentials.",
+)
 @click.option("--no-confirm", is_flag=True, help="Do not ask for confirmation (large lag, ineligible tables).")
 @click.option("--disable-gc-check", is_flag=True, hidden=True, help="Accepted for compatibility; no effect.")
 @click.pass_context
@@ -152,11 +157,14 @@ def create(
     start_ts: int,
     target_ts: int,
     config_path: str | None,
+    schema_registry: str,
     no_confirm: bool,
     disable_gc_check: bool,
 ) -> None:
     """Create a new replication task (changefeed)."""
     config = ReplicaConfig.load(config_path) if config_path else ReplicaConfig()
+    if schema_registry:  # TiCDC: the flag beats [sink] schema-registry of --config
+        config = config.with_sink({**thaw(config.sink), "schema-registry": schema_registry})
     with _client(ctx, server) as client:
         current = client.tso()
         if start_ts == 0:

@@ -59,6 +59,9 @@ class KafkaConsumerConfig:
         """Raises ConfigError: a malformed URI, an empty group. A plain ``protocol=canal-json`` is accepted, as
         TiCDC's consumer accepts it (see :attr:`ordered`)."""
         source = KafkaSinkConfig.from_uri(uri, toml)
+        if source.protocol == "avro":
+            raise ConfigError("cdc kafka-consumer does not read protocol=avro yet; use canal-json or simple",
+                              code="CDC:ErrSinkUnknownProtocol")  # fmt: skip
         if not group_id:
             raise ConfigError("--consumer-group-id must not be empty")
         return cls(source, group_id, **kw)

@@ -129,6 +129,9 @@ class KafkaSourceConfig:
         if "claim-check-raw-value" in opts:
             large["claim-check-raw-value"] = flag(opts, "claim-check-raw-value")
         sink = KafkaSinkConfig.from_uri(path, {"sink": {"kafka-config": {"large-message-handle": large}}})
+        if sink.protocol == "avro":
+            raise ConfigError(f'format("{NAME}") does not read protocol=avro yet; use canal-json or simple',
+                              code="CDC:ErrSinkUnknownProtocol")  # fmt: skip
         up_to_watermark = flag(opts, "up-to-watermark")
         if up_to_watermark and sink.protocol == "canal-json" and not sink.enable_tidb_extension:
             raise ConfigError(

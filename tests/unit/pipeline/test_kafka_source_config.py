@@ -51,7 +51,8 @@ def test_starting_offsets() -> None:
         ("", {}, r'needs a path: \.load\("kafka://'),
         ("s3://bucket/x", {}, "is not a Kafka sink URI"),
         ("kafka://h:9092/t", {}, "protocol is required"),
-        ("kafka://h:9092/t?protocol=avro", {}, "not supported"),
+        ("kafka://h:9092/t?protocol=avro", {}, 'requires parameter "schema-registry"'),
+        ("kafka://h:9092/t?protocol=avro&schema-registry=http://h:8081", {}, "does not read protocol=avro yet"),
         ("kafka://h:9092/t?protocol=canal-json", {"up-to-watermark": "true"}, "up-to-watermark needs watermarks.*"
          "canal-json has them only with the TiDB extension"),
         ("kafka://h:9092/t?protocol=simple", {"protocol": "canal-json"}, "contradicts protocol='simple'"),

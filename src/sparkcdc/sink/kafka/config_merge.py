@@ -61,9 +61,12 @@ def protocol(src: Sources) -> str:
         log.warning("sink URI protocol %r overrides [sink] protocol %r", from_uri, from_toml.value)
     raw = from_uri if from_uri is not None else (from_toml.value if from_toml is not None else "")
     protocol = raw.strip().lower()
+    if protocol == "flat-avro":  # TiCDC's other name of avro
+        protocol = "avro"
     if not protocol:
         raise ConfigError(
-            "protocol is required for a kafka sink; add protocol=canal-json or protocol=simple to the sink URI",
+            "protocol is required for a kafka sink; add protocol=canal-json, protocol=simple or protocol=avro to the "
+            "sink URI",
             code="CDC:ErrSinkUnknownProtocol",
         )
     if protocol not in keys.KNOWN_PROTOCOLS:
@@ -73,7 +76,7 @@ def protocol(src: Sources) -> str:
         )
     if protocol not in keys.SUPPORTED_PROTOCOLS:
         raise ConfigError(
-            f"protocol {raw!r} is not supported by sparkcdc's kafka sink; use canal-json or simple",
+            f"protocol {raw!r} is not supported by sparkcdc's kafka sink; use avro, canal-json or simple",
             code="CDC:ErrSinkUnknownProtocol",
         )
     return protocol
@@ -130,14 +133,61 @@ def codec_options(src: Sources, v: dict[str, Any]) -> None:
     v["only_output_updated_columns"] = as_bool(src.pick("only-output-updated-columns", SINK), False, ERR_CODEC)
     fmt = src.pick("encoding-format", CODEC)
     v["encoding_format"] = as_choice(fmt, "json", ("json", "avro"), ERR_CODEC)
-    for key in keys.OTHER_PROTOCOL_PARAMS:
+    for key in keys.OTHER_PROTOCOL_PARAMS | (frozenset() if protocol == "avro" else keys.AVRO_PARAMS):
         setting = src.pick(key, CODEC, SINK)
         if setting is not None:
             log.warning("%s in %s has no effect with protocol %s", key, setting.where, protocol)
+    if protocol == "avro":
+        avro_options(src, v)
     if protocol == "simple":
         for key in ("content-compatible", "only-output-updated-columns"):
             if v[key.replace("-", "_")]:
                 log.warning("%s has no effect with protocol simple", key)
+
+
+def avro_options(src: Sources, v: dict[str, Any]) -> None:
+    """TiCDC's avro settings (``codec/common/config.go``): the handling modes (an empty value keeps the default), the
+    testing-mode watermarks (only with the TiDB extension), and the Confluent registry, which is required: the URI's
+    ``schema-registry`` beats ``[sink] schema-registry`` (what ``--schema-registry`` sets)."""
+    for key, default, choices in (
+        ("avro-decimal-handling-mode", "precise", ("precise", "string")),
+        ("avro-bigint-unsigned-handling-mode", "long", ("long", "string")),
+    ):
+        setting = src.pick(key, CODEC)
+        value = as_str(setting, "", code=ERR_CODEC) or default
+        if setting is not None and value not in choices:
+            raise setting.fail(f'{key} value could only be "{choices[1]}" or "{choices[0]}"', ERR_CODEC)
+        v[key.replace("-", "_")] = value
+    watermark = src.pick("avro-enable-watermark", CODEC)
+    v["avro_enable_watermark"] = as_bool(watermark, False, ERR_CODEC) and v["enable_tidb_extension"]
+    registry = src.pick("schema-registry", SINK)
+    url = as_str(registry, "", code=ERR_CODEC)
+    glue = src.tables[KAFKA].get("glue-schema-registry-config")
+    if url and glue:
+        raise ConfigError(
+            'Avro protocol requires only one of "schema-registry" or "glue-schema-registry" to specify the schema '
+            "registry; remove one",
+            code=ERR_CODEC,
+        )
+    if glue:
+        raise ConfigError(
+            f"{KAFKA} glue-schema-registry-config: the AWS Glue schema registry is not supported by sparkcdc; use a "
+            "Confluent-compatible registry with --schema-registry",
+            code=ERR_CODEC,
+        )
+    if registry is None or not url:
+        raise ConfigError(
+            'Avro protocol requires parameter "schema-registry" to specify the schema registry; pass '
+            "--schema-registry http://host:8081 to changefeed create (or schema-registry in [sink])",
+            code=ERR_CODEC,
+        )
+    from sparkcdc.schema_registry.url import RegistryURL
+
+    try:
+        RegistryURL.parse(url, f"schema-registry in {registry.where}")
+    except ConfigError as e:
+        raise ConfigError(e.message, code=ERR_CODEC) from None
+    v["schema_registry"] = url
 
 
 def large_message(src: Sources, v: dict[str, Any]) -> None:
@@ -156,6 +206,12 @@ def large_message(src: Sources, v: dict[str, Any]) -> None:
     handled = v["large_message_handle_option"]
     if handled == "none":
         return
+    if v["protocol"] == "avro":
+        raise ConfigError(
+            f"large message handle is set to {handled}, protocol is avro, it's not supported; set "
+            "large-message-handle-option to none",
+            code=ERR_REPLICA,
+        )
     if v["protocol"] == "canal-json" and not v["enable_tidb_extension"]:
         raise ConfigError(
             f"large message handle is set to {handled}, protocol is canal-json, but enable-tidb-extension is false; "

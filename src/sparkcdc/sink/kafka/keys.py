@@ -61,16 +61,12 @@ CODEC_URI_PARAMS: Final = frozenset(
 )
 URI_PARAMS: Final = KAFKA_URI_PARAMS | CODEC_URI_PARAMS
 
-# Parameters accepted for TiCDC compatibility that only other protocols (avro, debezium) use.
-OTHER_PROTOCOL_PARAMS: Final = frozenset(
-    {
-        "avro-decimal-handling-mode",
-        "avro-bigint-unsigned-handling-mode",
-        "avro-enable-watermark",
-        "schema-registry",
-        "debezium-disable-schema",
-    }
+# Parameters of the avro protocol (warned about, and ignored, with another protocol).
+AVRO_PARAMS: Final = frozenset(
+    {"avro-decimal-handling-mode", "avro-bigint-unsigned-handling-mode", "avro-enable-watermark", "schema-registry"}
 )
+# Parameters accepted for TiCDC compatibility that only a protocol sparkcdc does not write (debezium) uses.
+OTHER_PROTOCOL_PARAMS: Final = frozenset({"debezium-disable-schema"})
 
 KAFKA_CONFIG_KEYS: Final = (KAFKA_URI_PARAMS - {"max-retry"}) | frozenset(
     {
@@ -123,4 +119,4 @@ KNOWN_PROTOCOLS: Final = (
     "debezium",
     "simple",
 )
-SUPPORTED_PROTOCOLS: Final = ("canal-json", "simple")
+SUPPORTED_PROTOCOLS: Final = ("avro", "canal-json", "simple")

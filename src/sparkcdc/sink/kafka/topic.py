@@ -32,6 +32,7 @@ MAX_TOPIC_LENGTH: Final = 249
 _HARD_CODED = re.compile(r"[A-Za-z0-9._\-]+")
 _EXPRESSION = re.compile(r"[A-Za-z0-9._\-]*(\{schema\})?([A-Za-z0-9._\-]*\{table\})?[A-Za-z0-9._\-]*")
 _FORBIDDEN = re.compile(r"[^a-zA-Z0-9._\-]")
+_AVRO_EXPRESSION = re.compile(r"[A-Za-z0-9._\-]*\{schema\}[A-Za-z0-9._\-]*\{table\}[A-Za-z0-9._\-]*")
 
 
 def is_hard_coded(rule: str) -> bool:
@@ -69,6 +70,19 @@ def validate_expression(expression: str) -> None:
             "fixed parts are letters, digits, '.', '_' or '-' and {schema} comes before {table}",
             code=ERR_TOPIC_EXPR,
         )
+
+
+def validate_avro_expression(rule: str) -> None:
+    """TiCDC's ``ValidateForAvro``: with protocol avro a topic expression must hold both ``{schema}`` and
+    ``{table}`` (one table per topic, as the registry's subjects are per topic). An empty rule or a hard-coded name
+    is not an expression and passes, as in TiCDC. Raises ConfigError (``CDC:ErrKafkaTopicExprInvalid``)."""
+    if rule == "" or is_hard_coded(rule) or _AVRO_EXPRESSION.fullmatch(rule) is not None:
+        return
+    raise ConfigError(
+        f"invalid topic expression {rule!r}: topic rule for Avro must contain {{schema}} and {{table}}, e.g. "
+        "topic = \"tidb_{schema}_{table}\"",
+        code=ERR_TOPIC_EXPR,
+    )
 
 
 def substitute(expression: str, schema: str, table: str) -> str:

@@ -46,7 +46,7 @@ CASES: list[tuple[str, dict[str, Any] | None, str, str]] = [
     (H + "&=x", None, URI_ERR, "empty name"),
     (H + "&bad", None, URI_ERR, "malformed query"),
     ("kafka://h:1/t?sasl-password=" + SECRET, None, PROTO_ERR, "protocol is required"),
-    ("kafka://h:1/t?protocol=avro" + AUTH, None, PROTO_ERR, "protocol 'avro' is not supported"),
+    ("kafka://h:1/t?protocol=craft" + AUTH, None, PROTO_ERR, "protocol 'craft' is not supported"),
     ("kafka://h:1/t?protocol=open-protocol" + AUTH, None, PROTO_ERR, "protocol 'open-protocol' is not supported"),
     ("kafka://h:1/t?protocol=protobuf" + AUTH, None, PROTO_ERR, "unknown protocol 'protobuf'"),
     (H + "&partition-num=0", None, "CDC:ErrKafkaInvalidPartitionNum", "partition-num '0'"),
