@@ -66,6 +66,7 @@ _PERMANENT = frozenset({
     "CDC:ErrKafkaInvalidPartitionNum", "CDC:ErrKafkaTopicNotExists", "CDC:ErrKafkaInvalidConfig",
     "CDC:ErrKafkaInvalidClientID", "CDC:ErrMySQLQueryError", "CDC:ErrMySQLInvalidConfig",
     "CDC:ErrSnapshotTableChanged", "CDC:ErrExpressionColumnNotFound", "CDC:ErrInvalidFilterExpression",
+    "CDC:ErrAvroEncodeFailed", "CDC:ErrAvroEncodeToBinary", "CDC:ErrCodecInvalidConfig",
 })  # fmt: skip
 MAX_RESTARTS = 5
 FOLLOWER_GC_INTERVAL_S = 60.0

@@ -1,21 +1,27 @@
 """A Confluent-compatible schema registry over HTTP (confluent-kafka's ``SchemaRegistryClient``), with the project's
-errors: a registry that does not answer, or answers 5xx, is a retryable ``RegistryError`` (the changefeed shows a
-warning and tries again, as TiCDC's ``httpRetry`` keeps trying); a schema it refuses (409 incompatible, 422
-invalid) is one non-retryable error naming the subject and what to do; 401/403 name the credentials.
+errors. A registry that does not answer, or answers 5xx, is tried again with backoff for ``RETRY_S`` seconds (TiCDC's
+``httpRetry`` keeps trying), then it is a retryable ``RegistryError`` (``CDC:ErrAvroSchemaAPIError``: the changefeed
+shows a warning and its query starts again). A schema the registry refuses (409 incompatible, 422 invalid, 401/403)
+is one non-retryable error (``CDC:ErrAvroEncodeFailed``: the changefeed fails) naming the subject and what to do.
 """
 
 from __future__ import annotations
 
 import logging
-from typing import Any, Final
+import threading
+import time
+from collections.abc import Callable
+from typing import Any, Final, TypeVar
 
 from sparkcdc.errors import SparkcdcError
 from sparkcdc.schema_registry.url import ERR_REGISTRY, RegistryURL
 
 log = logging.getLogger(__name__)
 
-ERR_INCOMPATIBLE: Final = "CDC:ErrAvroSchemaAPIError"
+ERR_REFUSED: Final = "CDC:ErrAvroEncodeFailed"
 _TIMEOUT_S: Final = 10
+RETRY_S: Final = 10.0
+T = TypeVar("T")
 
 
 class RegistryError(SparkcdcError):
@@ -29,8 +35,9 @@ class RegistryClient:
     """Implements ``codec.avro.registry.SchemaRegistry``. The HTTP client is made on first use (no connection is
     opened before), so building one costs nothing; ids and schemas are cached by confluent-kafka's client."""
 
-    def __init__(self, url: RegistryURL, timeout_s: float = _TIMEOUT_S) -> None:
+    def __init__(self, url: RegistryURL, timeout_s: float = _TIMEOUT_S, retry_s: float = RETRY_S) -> None:
         self.url = url
+        self.retry_s = retry_s
         self._timeout = timeout_s
         self._client: Any = None
 
@@ -46,16 +53,27 @@ class RegistryClient:
     def register(self, subject: str, schema: str) -> int:
         from confluent_kafka.schema_registry import Schema
 
-        try:
-            return int(self._http().register_schema(subject, Schema(schema, "AVRO")))
-        except Exception as e:  # the client raises its own errors, httpx's and OSErrors
-            raise self._error(e, f"cannot register the schema of subject {subject!r}") from None
+        return self._retry(lambda: int(self._http().register_schema(subject, Schema(schema, "AVRO"))),
+                           f"cannot register the schema of subject {subject!r}")  # fmt: skip
 
     def schema(self, schema_id: int) -> str:
-        try:
-            return str(self._http().get_schema(schema_id).schema_str)
-        except Exception as e:
-            raise self._error(e, f"cannot read schema {schema_id}") from None
+        return self._retry(
+            lambda: str(self._http().get_schema(schema_id).schema_str), f"cannot read schema {schema_id}"
+        )
+
+    def _retry(self, call: Callable[[], T], what: str) -> T:
+        deadline = time.monotonic() + self.retry_s
+        wait = 0.25
+        while True:
+            try:
+                return call()
+            except Exception as e:  # the client raises its own errors, httpx's and OSErrors
+                error = self._error(e, what)
+            if not error.retryable or time.monotonic() + wait > deadline:
+                raise error
+            log.warning("%s; trying again in %.1fs", error.message, wait)
+            time.sleep(wait)
+            wait = min(wait * 2, 4.0)
 
     def check(self) -> None:
         """The registry answers (TiCDC tests the connection when the encoder is built). Raises RegistryError."""
@@ -72,14 +90,28 @@ class RegistryClient:
             return RegistryError(
                 f"{where}: the registry refuses it as incompatible with the subject's earlier versions ({text}); "
                 "set the subject's compatibility to NONE (PUT /config/<subject>) or use a new topic",
-                code=ERR_INCOMPATIBLE,
+                code=ERR_REFUSED,
                 retryable=False,
             )
         if status in (401, 403):
             return RegistryError(f"{where}: HTTP {status} ({text}); check the user and password in --schema-registry",
-                                 retryable=False)  # fmt: skip
+                                 code=ERR_REFUSED, retryable=False)  # fmt: skip
         if isinstance(status, int) and 400 <= status < 500:
-            return RegistryError(f"{where}: HTTP {status} ({text})", retryable=False)
+            return RegistryError(f"{where}: HTTP {status} ({text})", code=ERR_REFUSED, retryable=False)
         if isinstance(status, int):
             return RegistryError(f"{where}: HTTP {status} ({text}); retrying")
         return RegistryError(f"{where}: {text}; check that the registry is running")
+
+
+_clients: dict[str, RegistryClient] = {}
+_lock = threading.Lock()
+
+
+def registry_client(url: str) -> RegistryClient:
+    """This process's client of the registry at ``url`` (its caches of ids and schemas are shared by every task).
+    Raises ConfigError for a malformed URL."""
+    with _lock:
+        client = _clients.get(url)
+        if client is None:
+            client = _clients[url] = RegistryClient(RegistryURL.parse(url))
+        return client

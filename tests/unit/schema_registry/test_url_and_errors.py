@@ -70,11 +70,12 @@ class FailingHTTP:
     ],
 )
 def test_failures_map_to_retryable_or_not(error: Exception, retryable: bool, fragment: str) -> None:
-    client = RegistryClient(RegistryURL.parse("http://cdc:hunter2@127.0.0.1:1"))
+    client = RegistryClient(RegistryURL.parse("http://cdc:hunter2@127.0.0.1:1"), retry_s=0.3)
     client._client = FailingHTTP(error)
     with pytest.raises(RegistryError) as e:
         client.register("db_t-value", '{"type":"record","name":"t","fields":[]}')
     assert e.value.retryable is retryable and fragment in e.value.message
+    assert e.value.code == ("CDC:ErrAvroSchemaAPIError" if retryable else "CDC:ErrAvroEncodeFailed")
     assert "db_t-value" in e.value.message and "hunter2" not in e.value.message and "xxxxx" in e.value.message
     with pytest.raises(RegistryError, match="cannot read schema 7"):
         client.schema(7)

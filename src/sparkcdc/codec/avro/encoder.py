@@ -140,7 +140,7 @@ class AvroEncoder:
             return found
         if self.registry is None:
             raise ConfigError("avro: no schema registry to register schemas with; set --schema-registry",
-                              code="CDC:ErrAvroSchemaAPIError")  # fmt: skip
+                              code="CDC:ErrCodecInvalidConfig")  # fmt: skip
         schema_id = self.registry.register(subject, schema)
         self._ids[(subject, schema)] = schema_id
         return schema_id

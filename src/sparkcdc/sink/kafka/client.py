@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from contextlib import AbstractContextManager
 from typing import Any, Final
 
-from sparkcdc.errors import ConfigError, KafkaError
+from sparkcdc.errors import ConfigError, KafkaError, SparkcdcError
 from sparkcdc.sink.kafka.config import KafkaSinkConfig
 from sparkcdc.sink.kafka.limits import resolve_partition_num
 from sparkcdc.sink.worker_cache import WorkerCache
@@ -46,14 +46,20 @@ class DeliveryProducer:
         if err is not None:
             self._errors.append(err)
 
-    def send(self, topic: str, partition: int, values: Sequence[bytes]) -> None:
-        """Queue messages (without key) for one partition, in order; waits while the client's queue is full.
+    def send(
+        self, topic: str, partition: int, values: Sequence[bytes], keys: Sequence[bytes | None] | None = None
+    ) -> None:
+        """Queue messages for one partition, in order; waits while the client's queue is full. ``keys`` (avro only)
+        pairs with ``values``; a keyed message with an empty value is sent with a null value (a tombstone).
         Raises KafkaError."""
         produce = self._producer.produce
-        for value in values:
+        for i, value in enumerate(values):
+            key = keys[i] if keys is not None else None
+            if key is not None and not value:
+                value = None  # type: ignore[assignment]
             while True:
                 try:
-                    produce(topic, value, None, partition)
+                    produce(topic, value, key, partition)
                     break
                 except BufferError:
                     self._producer.poll(0.05)
@@ -186,6 +192,13 @@ def check_reachable(config: KafkaSinkConfig) -> None:
         raise ConfigError(f"cannot reach the Kafka cluster at {','.join(config.uri.brokers)}: {e.message}; check "
                           "the broker addresses in the sink URI and that the cluster is running",
                           code="CDC:ErrKafkaNewProducer") from None  # fmt: skip
+    if config.protocol == "avro":  # TiCDC tests the registry's connection when it builds the encoder
+        from sparkcdc.schema_registry.client import registry_client
+
+        try:
+            registry_client(config.schema_registry).check()
+        except SparkcdcError as e:
+            raise ConfigError(f"{e.message}; check --schema-registry", code="CDC:ErrAvroSchemaAPIError") from None
 
 
 # keyed by the frozen config itself: the encoder asks once per transaction and table, and hashing it costs a tenth

@@ -22,13 +22,13 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any
 
-from sparkcdc.codec.base import message_encoder
 from sparkcdc.codec.simple.bootstrap import BootstrapTracker
 from sparkcdc.errors import SparkcdcError, StorageError
 from sparkcdc.local_file import write_atomic
 from sparkcdc.model import DDLEvent, TableInfo
 from sparkcdc.sink.base import SinkContext
 from sparkcdc.sink.kafka.client import clients, discard
+from sparkcdc.sink.kafka.codec import message_codec
 from sparkcdc.sink.kafka.config import KafkaSinkConfig
 from sparkcdc.sink.kafka.dispatcher import bootstrap_partitions, ddl_partitions
 
@@ -42,7 +42,7 @@ class KafkaCommitter:
     def __init__(self, config: KafkaSinkConfig, ctx: SinkContext) -> None:
         self.config = config
         self.ctx = ctx
-        self.codec: Any = message_encoder(config.protocol, config.codec_options())
+        self.codec: Any = message_codec(config, ctx.changefeed)
         self._path = Path(ctx.state_dir) / TOPICS_FILE
 
     def start(self, tables: Callable[[], Sequence[TableInfo]]) -> None:
@@ -76,7 +76,10 @@ class KafkaCommitter:
                 router = self.config.event_router()
                 for ddl in ddls:
                     topic = router.topic_for_ddl(ddl)
-                    value = self.codec.encode_ddl(ddl).value
+                    message = self.codec.encode_ddl(ddl)
+                    if message is None:  # avro outside TiCDC's testing mode sends no DDL
+                        continue
+                    value = message.value
                     for partition in ddl_partitions(self.config.protocol, client.topics.partitions(topic)):
                         client.producer.send(topic, partition, [value])
                 selectors = self.config.column_selectors()
@@ -110,10 +113,14 @@ class KafkaCommitter:
         return tracker
 
     def checkpoint(self, ts: int) -> None:
-        """A watermark at ``ts`` to every partition (canal-json sends them only with ``enable-tidb-extension``)."""
+        """A watermark at ``ts`` to every partition (canal-json sends them only with ``enable-tidb-extension``, avro
+        only in TiCDC's testing mode: ``enable-tidb-extension`` and ``avro-enable-watermark``)."""
         if self.config.protocol == "canal-json" and not self.config.enable_tidb_extension:
             return
-        value = self.codec.encode_watermark(ts).value
+        message = self.codec.encode_watermark(ts)
+        if message is None:
+            return
+        value = message.value
         topics = sorted(self._topics() | {self.config.topic})
         try:
             with clients(self.config, self.ctx.changefeed) as client:

@@ -12,13 +12,15 @@ from __future__ import annotations
 import pickle
 import zlib
 from collections.abc import Iterator, Sequence
+from functools import partial
 from typing import Any
 
-from sparkcdc.codec.base import Message, message_encoder
+from sparkcdc.codec.base import Message
 from sparkcdc.model import RowChange, RowOp, RowsEvent, TableInfo
 from sparkcdc.model.events import split_key_updates
 from sparkcdc.sink.base import Payload
 from sparkcdc.sink.kafka.client import clients
+from sparkcdc.sink.kafka.codec import message_codec
 from sparkcdc.sink.kafka.config import KafkaSinkConfig
 from sparkcdc.sink.kafka.partition import TablePartition, TsPartition
 
@@ -31,14 +33,19 @@ def route_of(topic: str, partition: int) -> int:
     return (zlib.crc32(topic.encode()) + partition) & 0x7FFFFFFF
 
 
-def pack(topic: str, partition: int, values: Sequence[bytes]) -> bytes:
-    """A payload's bytes: the destination and the message values (our own bytes between our processes)."""
-    return pickle.dumps((topic, partition, tuple(values)), protocol=pickle.HIGHEST_PROTOCOL)
+Keys = tuple[bytes | None, ...] | None
 
 
-def unpack(data: bytes) -> tuple[str, int, tuple[bytes, ...]]:
-    topic, partition, values = pickle.loads(data)
-    return topic, partition, values
+def pack(topic: str, partition: int, values: Sequence[bytes], keys: Sequence[bytes | None] | None = None) -> bytes:
+    """A payload's bytes: the destination, the message values and their keys (None when no message has one: only
+    avro writes keys) — our own bytes between our processes."""
+    keyed = tuple(keys) if keys is not None and any(k is not None for k in keys) else None
+    return pickle.dumps((topic, partition, tuple(values), keyed), protocol=pickle.HIGHEST_PROTOCOL)
+
+
+def unpack(data: bytes) -> tuple[str, int, tuple[bytes, ...], Keys]:
+    topic, partition, values, keys = pickle.loads(data)
+    return topic, partition, values, keys
 
 
 class KafkaEncoder:
@@ -49,7 +56,7 @@ class KafkaEncoder:
         self.changefeed = changefeed
         self.router = config.event_router()
         self.selectors = config.column_selectors()
-        self.codec: Any = message_encoder(config.protocol, config.codec_options())
+        self.codec: Any = message_codec(config, changefeed)
         self._verified: set[tuple[str, str, int]] = set()
         self._claim_storage: Any = None
 
@@ -65,18 +72,21 @@ class KafkaEncoder:
         # default/table: one partition for the whole table, computed once instead of per row
         fixed = generator.partition(rows[0], count).index if isinstance(generator, TablePartition) else None
         encode = self.codec.encode_row if self.config.large_message_handle_option == "none" else self._checked
+        if self.config.protocol == "avro":  # the registry's subjects are the topic's
+            encode = partial(self.codec.encode_row, topic=topic)
         select = self.selectors.select if self.selectors.rules else None
         batch = getattr(self.codec, "encode_rows", None) if select is None else None
         messages: list[Message] | None = batch(rows) if batch is not None else None  # canal-json: per transaction
         if messages is None:  # the partition is chosen from the full row, the message from the selected one
             messages = [encode(row if select is None else select(row)) for row in rows]
-        groups: dict[int, list[bytes]] = {}
+        groups: dict[int, list[Message]] = {}
         for row, message in zip(rows, messages, strict=True):
             partition = fixed if fixed is not None else generator.partition(row, count).index
-            groups.setdefault(partition, []).append(message.value)
-        for partition, values in groups.items():
+            groups.setdefault(partition, []).append(message)
+        for partition, group in groups.items():
+            values, keys = [m.value for m in group], [m.key for m in group]
             yield Payload(route_of(topic, partition), rows[0].physical_table_id, len(values),
-                          pack(topic, partition, values))  # fmt: skip
+                          pack(topic, partition, values, keys))  # fmt: skip
 
     def encode_events(self, events: Sequence[RowsEvent]) -> Iterator[Payload]:
         """``encode`` of the events' rows; their messages come from the protocol's native kernel when the whole

@@ -69,7 +69,7 @@ class KafkaTaskWriter:
         tables: dict[tuple[str, str, str], tuple[str, TableInfo, int, bool]] = {}
         messages = rows = 0
         for p in payloads:
-            topic, partition, values = unpack(p.data)
+            topic, partition, values, keys = unpack(p.data)
             if topic not in topics:
                 topics[topic] = client.topics.partitions(topic)
             if bootstrap is not None:
@@ -77,7 +77,7 @@ class KafkaTaskWriter:
                 key = (topic, p.info.schema, p.info.table)
                 _, _, before, was_sent = tables.get(key, (topic, p.info, 0, False))
                 tables[key] = (topic, p.info, before + p.nrows, was_sent or sent)
-            producer.send(topic, partition, values)
+            producer.send(topic, partition, values, keys)
             messages += len(values)
             rows += p.nrows
         producer.flush()

@@ -19,4 +19,7 @@ def test_consecutive_partitions_go_to_different_writers() -> None:
 
 
 def test_payload_round_trip() -> None:
-    assert unpack(pack("db_t", 2, [b"a", b"", b"\x00\xff"])) == ("db_t", 2, (b"a", b"", b"\x00\xff"))
+    assert unpack(pack("db_t", 2, [b"a", b"", b"\x00\xff"])) == ("db_t", 2, (b"a", b"", b"\x00\xff"), None)
+    # avro: keys ride along (a tombstone is a key with an empty value); all-None keys are left out
+    assert unpack(pack("t", 0, [b"v", b""], [b"k1", b"k2"])) == ("t", 0, (b"v", b""), (b"k1", b"k2"))
+    assert unpack(pack("t", 0, [b"v"], [None])) == ("t", 0, (b"v",), None)
