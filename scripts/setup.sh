@@ -10,6 +10,7 @@ command -v mariadbd >/dev/null 2>&1 || [ -x /usr/sbin/mariadbd ] || need_apt+=(m
 [ -e /usr/share/java/mariadb-java-client.jar ] || need_apt+=(libmariadb-java)
 command -v etcd >/dev/null 2>&1 || need_apt+=(etcd-server etcd-client)
 command -v java >/dev/null 2>&1 || need_apt+=(openjdk-17-jre-headless)
+command -v mvn >/dev/null 2>&1 || need_apt+=(maven)  # fetches Apache Kafka's jars from Maven Central
 command -v chromium-headless-shell >/dev/null 2>&1 || need_apt+=(chromium-headless-shell)  # the status page test
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "setup: apt-get install ${need_apt[*]}"
@@ -51,4 +52,16 @@ fi
 if [ ! -x "$ROOT/node_modules/.bin/azurite-blob" ]; then
   echo "setup: npm install azurite"
   (cd "$ROOT" && npm install --no-audit --no-fund --silent --no-save azurite@3.35.0 >/dev/null)
+fi
+
+# Apache Kafka (KRaft) for the private test broker: its jars from Maven Central into the cache that
+# sparkcdc.devtools.apache_kafka reads; copied to a temporary dir first, so an interrupted fetch is retried.
+KAFKA_VERSION=4.4.0
+KAFKA_HOME="${SPARKCDC_CACHE:-$HOME/.cache/sparkcdc}/kafka-$KAFKA_VERSION"
+if [ ! -f "$KAFKA_HOME/libs/kafka_2.13-$KAFKA_VERSION.jar" ]; then
+  echo "setup: fetching Apache Kafka $KAFKA_VERSION jars from Maven Central into $KAFKA_HOME/libs"
+  rm -rf "$KAFKA_HOME/libs.tmp"
+  mvn -B -q -f "$ROOT/scripts/maven/kafka.xml" dependency:copy-dependencies -DincludeScope=runtime \
+      -DoutputDirectory="$KAFKA_HOME/libs.tmp"
+  rm -rf "$KAFKA_HOME/libs" && mv "$KAFKA_HOME/libs.tmp" "$KAFKA_HOME/libs"
 fi

@@ -5,6 +5,7 @@ pytest_plugins = [
     "tests.fixtures.mariadb",
     "tests.fixtures.object_stores",
     "tests.fixtures.kafka",
+    "tests.fixtures.apache_kafka",
     "tests.fixtures.etcd",
     "tests.fixtures.tls",
 ]
