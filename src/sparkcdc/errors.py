@@ -80,6 +80,13 @@ class KafkaError(SparkcdcError):
     default_retryable = True
 
 
+class RegistryError(SparkcdcError):
+    """A schema registry refused a request or did not answer (retryable unless it refused)."""
+
+    default_code = "CDC:ErrAvroSchemaAPIError"
+    default_retryable = True
+
+
 def with_code(error: SparkcdcError) -> SparkcdcError:
     """``error`` with its code in front of its message (``[CDC:ErrMessageTooLarge] ...``) when the code is not its
     class's own: an error that crosses Spark arrives as its class name and text only, and the text is where the

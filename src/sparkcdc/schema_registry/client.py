@@ -13,8 +13,8 @@ import time
 from collections.abc import Callable
 from typing import Any, Final, TypeVar
 
-from sparkcdc.errors import SparkcdcError
-from sparkcdc.schema_registry.url import ERR_REGISTRY, RegistryURL
+from sparkcdc.errors import RegistryError
+from sparkcdc.schema_registry.url import RegistryURL
 
 log = logging.getLogger(__name__)
 
@@ -22,13 +22,6 @@ ERR_REFUSED: Final = "CDC:ErrAvroEncodeFailed"
 _TIMEOUT_S: Final = 10
 RETRY_S: Final = 10.0
 T = TypeVar("T")
-
-
-class RegistryError(SparkcdcError):
-    """The schema registry refused a request or could not be reached."""
-
-    default_code = ERR_REGISTRY
-    default_retryable = True
 
 
 class RegistryClient:

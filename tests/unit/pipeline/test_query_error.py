@@ -28,3 +28,15 @@ def test_a_code_other_than_the_class_default_travels_in_the_text() -> None:
 def test_anything_else_is_internal_or_unknown() -> None:
     assert query_error("sparkcdc.errors.NoSuchError: boom").code == "CDC:ErrInternal"
     assert query_error("java.lang.OutOfMemoryError: heap").code == "CDC:ErrProcessorUnknown"
+
+
+def test_a_registry_outage_is_retried_and_a_refused_schema_is_not() -> None:
+    from sparkcdc.errors import RegistryError
+    from sparkcdc.pipeline.runner import _PERMANENT
+
+    down = query_error(traceback_of(with_code(RegistryError("cannot reach the schema registry"))))
+    assert down.code == "CDC:ErrAvroSchemaAPIError" and down.code not in _PERMANENT
+    refused = RegistryError("incompatible with the subject's earlier versions", code="CDC:ErrAvroEncodeFailed",
+                            retryable=False)  # fmt: skip
+    err = query_error(traceback_of(with_code(refused)))
+    assert err.code == "CDC:ErrAvroEncodeFailed" and err.code in _PERMANENT

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from sparkcdc.errors import ConfigError
-from sparkcdc.schema_registry.client import RegistryClient, RegistryError
+from sparkcdc.errors import ConfigError, RegistryError
+from sparkcdc.schema_registry.client import RegistryClient
 from sparkcdc.schema_registry.url import RegistryURL
 
 
@@ -76,6 +76,8 @@ def test_failures_map_to_retryable_or_not(error: Exception, retryable: bool, fra
         client.register("db_t-value", '{"type":"record","name":"t","fields":[]}')
     assert e.value.retryable is retryable and fragment in e.value.message
     assert e.value.code == ("CDC:ErrAvroSchemaAPIError" if retryable else "CDC:ErrAvroEncodeFailed")
+    # what the runner reads back from an executor's traceback: the class in sparkcdc.errors and the code
+    assert type(e.value).__module__ == "sparkcdc.errors"
     assert "db_t-value" in e.value.message and "hunter2" not in e.value.message and "xxxxx" in e.value.message
     with pytest.raises(RegistryError, match="cannot read schema 7"):
         client.schema(7)
