@@ -1,9 +1,9 @@
 """The README's first command (``scripts/quickstart.sh``): a private MariaDB, a ``cdc server``, one changefeed to a
 local directory, a short mixed workload with a DDL, then the resulting tree and checkpoint. With ``--kafka`` the
-changefeed goes to a private Kafka broker instead (one 3-partition topic per table, TiCDC's ``{schema}_{table}``
-dispatcher) and the messages of every topic are printed; with ``--mysql`` to a second private MariaDB (its tables
-created empty first, as after a snapshot import), and ``cdc check`` compares both. Everything it starts is stopped
-before it returns (also on errors and Ctrl-C).
+changefeed goes to a private Apache Kafka broker (KRaft) instead (one 3-partition topic per table, TiCDC's
+``{schema}_{table}`` dispatcher) and the messages of every topic are printed; with ``--mysql`` to a second private
+MariaDB (its tables created empty first, as after a snapshot import), and ``cdc check`` compares both. Everything
+it starts is stopped before it returns (also on errors and Ctrl-C).
 
 ``python -m sparkcdc.devtools.quickstart [OUTPUT_DIR] [--work-dir DIR] [--spark-master local[*]]
 [--kafka [--protocol canal-json|simple|simple-avro] | --mysql]``
@@ -246,10 +246,10 @@ def run(out: Path, work: Path, master: str, kafka_protocol: str | None = None, m
 
         current: Callable[[], int] = partial(_checkpoint, out)
         if kafka_protocol is not None:
-            from sparkcdc.devtools.kafka import KafkaBroker
+            from sparkcdc.devtools.apache_kafka import ApacheKafka
 
-            broker = KafkaBroker(work / "kafka").start()
-            say(f"    a private Kafka broker (tansu) listens on {broker.bootstrap}")
+            broker = ApacheKafka(work / "kafka").start(timeout=120)
+            say(f"    a private Apache Kafka broker (KRaft) listens on {broker.bootstrap}")
             params, codec = KAFKA_PROTOCOLS[kafka_protocol]
             sink = f"kafka://{broker.bootstrap}/{DB}?{params}&partition-num=3"
             config.write_text(f'[filter]\nrules = ["{DB}.*"]\n\n{_DISPATCH}{codec}')
