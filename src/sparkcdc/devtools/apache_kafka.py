@@ -59,6 +59,14 @@ def kafka_libs(version: str = KAFKA_VERSION) -> Path:
     return libs
 
 
+def format_args(seed: bytes, props: Path) -> list[str]:
+    """``kafka-storage format`` with a cluster id made of ``seed`` (16 bytes, base64url as Kafka's ``random-uuid``).
+    The id is given as ``--cluster-id=<id>``: one in 64 begins with ``-``, which as a separate argument reads as an
+    option (the format then fails)."""
+    cluster_id = base64.urlsafe_b64encode(seed).decode().rstrip("=")
+    return ["kafka.tools.StorageTool", "format", f"--cluster-id={cluster_id}", f"--config={props}"]
+
+
 def _java() -> str:
     java = shutil.which("java")
     if java is None:
@@ -130,9 +138,8 @@ class ApacheKafka(PrivateServer):
 
     def _format(self, java: str, libs: Path, props: Path) -> None:
         """``kafka-storage format`` once per directory, with a fresh cluster id."""
-        cluster_id = base64.urlsafe_b64encode(os.urandom(16)).decode().rstrip("=")
         done = subprocess.run([java, "-Xmx256m", "-XX:TieredStopAtLevel=1", "-cp", f"{libs}/*",
-                               "kafka.tools.StorageTool", "format", "-t", cluster_id, "-c", str(props)],
+                               *format_args(os.urandom(16), props)],
                               capture_output=True, text=True, timeout=120)  # fmt: skip
         if done.returncode != 0:
             tail = (done.stdout + done.stderr).strip().replace("\n", " | ")[-800:]
