@@ -171,14 +171,15 @@ def write_tree(streams: dict[str, list[RowChange]], root: Path, events_per_file:
 
 
 def run_consumer(target: MysqlTarget, root: Path, batch: int, workers: int) -> float:
-    from sparkcdc.consumer.storage_consumer import StorageConsumer
+    from sparkcdc.consumer.runner import Consumer
+    from sparkcdc.consumer.storage_consumer import StorageSource
     from sparkcdc.consumer.storage_reader import ReaderConfig
+    from sparkcdc.mysql.engine import ApplyEngine
     from sparkcdc.storage.external import ExternalStorage
 
-    consumer = StorageConsumer(
-        ExternalStorage.from_uri(f"file://{root}"), ReaderConfig("csv", "none", (("include-commit-ts", True),)),
-        target, changefeed="bench", workers=workers, batch_rows=batch,
-    )  # fmt: skip
+    source = StorageSource(ExternalStorage.from_uri(f"file://{root}"),
+                           ReaderConfig("csv", "none", (("include-commit-ts", True),)), batch_rows=batch)  # fmt: skip
+    consumer = Consumer(source, ApplyEngine(target, changefeed="bench", workers=workers))
     started = time.perf_counter()
     consumer.run_once()
     elapsed = time.perf_counter() - started

@@ -7,13 +7,13 @@
 What it measures, in one run on one MariaDB (``sparkcdc.devtools.mariadb``) and one tansu broker
 (``sparkcdc.devtools.kafka``), both private, on the same generated events:
 
-* candidate: :class:`~sparkcdc.consumer.kafka_consumer.KafkaConsumer` (the loop of ``cdc kafka-consumer``),
+* candidate: :class:`~sparkcdc.consumer.kafka_consumer.KafkaSource` in the consumer loop (``cdc kafka-consumer``),
   in-process, timed from ``run()`` (connect, assign, every fetch, decode, ordering, apply, offset commits) until
   its ``stats.applied_ts`` reaches the last commit-ts; one run per protocol of ``--protocols``, each on a topic of
   its own with 3 partitions (``simple`` JSON; ``canal-json`` with ``enable-tidb-extension``), a fresh consumer
   group and empty downstream tables;
 * ceiling: ``LOAD DATA LOCAL INFILE`` of the final table contents the events converge to (``benchmarks/consumer.py``);
-* the storage consumer (``StorageConsumer.run_once``, i.e. ``cdc storage-consumer --once``, ``--storage-workers``
+* the storage consumer (``StorageSource`` once, i.e. ``cdc storage-consumer --once``, ``--storage-workers``
   threads, the CLI's default 4) on the same events written as a csv storage-sink tree with ``include-commit-ts``
   (``benchmarks/consumer.py``'s ``write_tree``).
 
@@ -53,11 +53,13 @@ from typing import Any
 from consumer import generate, reset, run_consumer, run_load_data, same_contents, write_tree
 from kafka_sink import _QUIET, PARTITIONS, Partitions, create_topic, produce
 from sparkcdc.codec.base import message_encoder
-from sparkcdc.consumer.kafka_consumer import KafkaConsumer, KafkaConsumerConfig
+from sparkcdc.consumer.kafka_consumer import KafkaConsumerConfig, KafkaSource
+from sparkcdc.consumer.runner import Consumer
 from sparkcdc.devtools.kafka import KafkaBroker
 from sparkcdc.devtools.mariadb import MariaDB
 from sparkcdc.model import RowChange, RowOp
 from sparkcdc.model.events import split_key_updates
+from sparkcdc.mysql.engine import ApplyEngine
 from sparkcdc.mysql.target import MysqlTarget
 from sparkcdc.sink.kafka.config import KafkaSinkConfig
 from sparkcdc.sink.kafka.dispatcher import bootstrap_partitions
@@ -129,10 +131,10 @@ def run_kafka(uri: str, target: MysqlTarget, group: str, last_ts: int, batch_row
     """Seconds until the Kafka consumer applied everything up to ``last_ts``, and the rows it applied.
     Raises RuntimeError when it does not get there in ``timeout``."""
     config = KafkaConsumerConfig.from_uri(uri, {}, group, changefeed=group, batch_rows=batch_rows)
-    consumer = KafkaConsumer(config, target)
+    consumer = Consumer(KafkaSource(config), ApplyEngine(target, changefeed=group, workers=4))
     stop = threading.Event()
 
-    def progress(c: KafkaConsumer) -> None:
+    def progress(c: Consumer) -> None:
         if c.stats.applied_ts >= last_ts:
             stop.set()
 
@@ -141,9 +143,9 @@ def run_kafka(uri: str, target: MysqlTarget, group: str, last_ts: int, batch_row
     try:
         started = time.perf_counter()
         if profile is not None:
-            profile.runcall(consumer.run, stop, progress)
+            profile.runcall(consumer.run, stop, on_progress=progress)
         else:
-            consumer.run(stop, progress)
+            consumer.run(stop, on_progress=progress)
         elapsed = time.perf_counter() - started
     finally:
         watchdog.cancel()

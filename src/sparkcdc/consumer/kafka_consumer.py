@@ -1,11 +1,11 @@
-"""``cdc kafka-consumer``'s loop: a TiCDC Kafka topic (canal-json, simple JSON or Avro) applied to a MySQL-compatible
-downstream, in order and effectively once.
+"""``cdc kafka-consumer``'s source: a TiCDC Kafka topic (canal-json, simple JSON or Avro) read as steps for a consumer
+target, in order and effectively once.
 
 One Kafka consumer owns every partition of the topic (global ordering needs all of them, so partitions are
 assigned, not balanced over a group); each partition has its own decoder (the simple decoder keeps its schema
 cache per partition, as TiCDC's). Decoded events go to :class:`PartitionOrder` (commit-ts order up to the
 watermarks), or for canal-json without the TiDB extension, which has neither, to :class:`ArrivalOrder` (the order
-they are read); the order's steps go to the :class:`ApplyEngine`, and only after a step is durable downstream are
+they are read); the order's steps go to the target, and only after a step is durable downstream are
 the group's offsets committed (the partition offsets that never pass an unapplied event). Every message is
 applied, left out as a re-send and counted in a warning, or stops the consumer naming it: none is passed over in
 silence. A restart resumes from the committed offsets; what it reads again is skipped against the downstream
@@ -19,20 +19,20 @@ stopping it (``join_mid_stream``).
 from __future__ import annotations
 
 import logging
-import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from sparkcdc.codec.base import Message
-from sparkcdc.consumer import downstream_guard
-from sparkcdc.consumer.engine import ApplyEngine, DdlStep, EngineStats, RowsStep, ordered_step
 from sparkcdc.consumer.kafka_client import Connection, connect, rewind
-from sparkcdc.consumer.kafka_order import ArrivalOrder, Order, PartitionOrder, Step
-from sparkcdc.errors import ConfigError, CorruptDataError, DecodeError, KafkaError
+from sparkcdc.consumer.kafka_order import ArrivalOrder, Order, PartitionOrder
+from sparkcdc.consumer.kafka_order import Step as OrderStep
+from sparkcdc.consumer.source import check_or_reset
+from sparkcdc.consumer.target import Target
+from sparkcdc.errors import ConfigError, CorruptDataError, DecodeError, KafkaError, SparkcdcError
 from sparkcdc.model.events import Event
-from sparkcdc.mysql.target import MysqlTarget
+from sparkcdc.model.steps import DdlStep, EngineStats, Step, ordered_step
 from sparkcdc.sink.kafka.config import KafkaSinkConfig
 from sparkcdc.storage.claim_check import claim_check_reader
 
@@ -50,9 +50,7 @@ class KafkaConsumerConfig:
     source: KafkaSinkConfig
     group_id: str
     changefeed: str = "default"
-    time_zone: str | None = None
     batch_rows: int = 20000
-    workers: int = 4
 
     @classmethod
     def from_uri(cls, uri: str, toml: Mapping[str, Any], group_id: str, **kw: Any) -> KafkaConsumerConfig:
@@ -89,85 +87,107 @@ class KafkaConsumerConfig:
         return SimpleDecoder(SimpleConfig.from_options(options), claim_check_reader=reader, drop_undecodable=mid_stream)
 
 
-class KafkaConsumer:
-    """Runs until ``stop`` is set. Raises SparkcdcError: CorruptDataError naming topic, partition and offset for
-    a message that cannot be decoded (nothing after it is applied), KafkaError for the cluster (``connected`` says
-    whether it ever answered), the ``downstream_guard`` refusal when the downstream lost tables the checkpoints name,
-    downstream errors from the applier (``retryable`` when a retry may help)."""
+class KafkaSource:
+    """A Kafka topic as a consumer source; it never finishes. :meth:`steps` raises SparkcdcError: CorruptDataError
+    naming topic, partition and offset for a message that cannot be decoded (nothing after it is applied),
+    KafkaError for the cluster (retried only once the cluster has answered: :attr:`reached`)."""
 
-    def __init__(self, config: KafkaConsumerConfig, target: MysqlTarget, *, start_over: bool = False) -> None:
+    def __init__(self, config: KafkaConsumerConfig, *, start_over: bool = False) -> None:
         self.config = config
-        self.target = target
         self.start_over = start_over  # --reset-checkpoints: rewind the group, forget the checkpoints, apply again
         self.topic = config.source.topic
-        self.stats = EngineStats()
+        self.reached = False  # whether the cluster ever answered (see ``kafka_client``)
         self._decoders: dict[int, Any] = {}
+        self._connection: Connection | None = None
         self._consumer: Any = None
-        self._engine: ApplyEngine | None = None
-        self.connected = False  # whether the cluster answered (see ``kafka_client``)
+        self._order: Order | None = None
+        self._held: dict[int, int | None] = {}
+        self._mid_stream = False
+        self._reported = 0  # dropped rows, as last reported
+        self._held_since: float | None = None
         self._replayed = 0  # re-sent rows the order left out, as last reported
+
+    @property
+    def bounded(self) -> bool:
+        return False
+
+    @property
+    def finished(self) -> bool:
+        return False
+
+    def retryable(self, error: SparkcdcError) -> bool:
+        return error.retryable and self.reached
 
     def _connect(self) -> Connection:
         return connect(self.config.source, self.config.group_id)
 
-    def run(self, stop: threading.Event, on_progress: Callable[[KafkaConsumer], None] | None = None) -> None:
+    def start(self, target: Target) -> None:
+        """Connect, then rewind the group and forget the target's positions (start over: offsets first, so a
+        crash before the positions are gone leaves the start check to speak) or run the start check; assign every
+        partition at its committed offset."""
         from confluent_kafka import OFFSET_BEGINNING, TopicPartition
 
-        connection = self._connect()
+        connection = self._connection = self._connect()
         self._consumer = connection.client
-        self.connected = True
-        engine = self._engine = self._new_engine()
-        self.stats = engine.stats
+        self.reached = True
         fresh = self.start_over or not connection.committed
-        if self.start_over:  # offsets first: a crash before the checkpoints are gone leaves the guard to speak
+        if self.start_over:
             first = rewind(connection, self.topic)
-            log.warning("--reset-checkpoints: the group %s reads topic %s again from %s; %d checkpoints of %r "
-                        "forgotten", self.config.group_id, self.topic, first, engine.reset_checkpoints(),
-                        self.config.changefeed)  # fmt: skip
+            what = f"the group {self.config.group_id} reads topic {self.topic} again from {first}"
+            check_or_reset(target, start_over=True, consumer=self.config.changefeed, what=what)
             self.start_over = False  # done: a retry resumes from what this run commits
         else:
-            downstream_guard.check(engine.main_applier)
-        consumer, partitions, committed = connection.client, connection.partitions, connection.committed
-        mid_stream = fresh and self.config.source.protocol == "simple"
-        decoders = self._decoders = {p: self.config.decoder(mid_stream=mid_stream) for p in partitions}
-        held: dict[int, int | None] = dict.fromkeys(partitions)
-        order: Order = PartitionOrder(partitions) if self.config.ordered else ArrivalOrder(partitions)
-        reported = 0
-        held_since: float | None = None
-        consumer.assign([TopicPartition(self.topic, p, committed.get(p, OFFSET_BEGINNING)) for p in partitions])
+            check_or_reset(target, start_over=False, consumer=self.config.changefeed, what="")
+        partitions, committed = connection.partitions, connection.committed
+        self._mid_stream = fresh and self.config.source.protocol == "simple"
+        self._decoders = {p: self.config.decoder(mid_stream=self._mid_stream) for p in partitions}
+        self._held = dict.fromkeys(partitions)
+        self._order = PartitionOrder(partitions) if self.config.ordered else ArrivalOrder(partitions)
+        self._reported = 0
+        self._held_since = None
+        self._consumer.assign([TopicPartition(self.topic, p, committed.get(p, OFFSET_BEGINNING))
+                               for p in partitions])  # fmt: skip
         log.info("kafka consumer topic=%s partitions=%d group=%s resuming at %s", self.topic, len(partitions),
                  self.config.group_id, committed or "the beginning")  # fmt: skip
         if not self.config.ordered:
             log.warning("topic %s: canal-json without enable-tidb-extension carries no commit-ts and no watermarks: "
                         "rows are applied in the order they are read, each partition in its own order; see the "
                         "README for what that keeps", self.topic)  # fmt: skip
-        while not stop.is_set():
-            for m in consumer.consume(_MAX_MESSAGES, _POLL_SECONDS):
-                err = m.error()
-                if err is not None:
-                    if err.code() == -191:  # _PARTITION_EOF
-                        continue
-                    raise KafkaError(f"topic {self.topic}: {err.str()}", retryable=err.retriable())
-                p, offset = m.partition(), m.offset()
-                try:
-                    events = self._decode(decoders[p], p, offset, m)
-                except CorruptDataError:
-                    self._apply_ready(order, engine)  # everything released before the bad message, then stop
-                    raise
-                origin = held[p]
-                pending = getattr(decoders[p], "pending", 0)
-                held[p] = (origin if origin is not None else offset) if pending else None
-                order.add(p, offset, events, origin=origin)
-                order.hold(p, held[p])
-            self._apply_ready(order, engine)
-            connection.errors.report()
-            if mid_stream and self.dropped > reported:
-                log.warning("joined mid-stream: dropped %d rows sent before their table's schema was announced "
-                            "(%d so far)", self.dropped - reported, self.dropped)  # fmt: skip
-                reported = self.dropped
-            held_since = self._report_held(held_since)
-            if on_progress is not None:
-                on_progress(self)
+
+    def steps(self, target: Target) -> Iterator[Step]:
+        """One poll: the messages read, then every step the order releases (the group's offsets committed after
+        each step is durable)."""
+        assert self._order is not None and self._connection is not None, "start() first"
+        order, decoders, held = self._order, self._decoders, self._held
+        for m in self._consumer.consume(_MAX_MESSAGES, _POLL_SECONDS):
+            err = m.error()
+            if err is not None:
+                if err.code() == -191:  # _PARTITION_EOF
+                    continue
+                raise KafkaError(f"topic {self.topic}: {err.str()}", retryable=err.retriable())
+            p, offset = m.partition(), m.offset()
+            try:
+                events = self._decode(decoders[p], p, offset, m)
+            except CorruptDataError:
+                yield from self._ready(order)  # everything released before the bad message, then stop
+                raise
+            origin = held[p]
+            pending = getattr(decoders[p], "pending", 0)
+            held[p] = (origin if origin is not None else offset) if pending else None
+            order.add(p, offset, events, origin=origin)
+            order.hold(p, held[p])
+        yield from self._ready(order)
+        self._connection.errors.report()
+        if self._mid_stream and self.dropped > self._reported:
+            log.warning("joined mid-stream: dropped %d rows sent before their table's schema was announced "
+                        "(%d so far)", self.dropped - self._reported, self.dropped)  # fmt: skip
+            self._reported = self.dropped
+        self._held_since = self._report_held(self._held_since)
+
+    def progress_line(self, stats: EngineStats) -> str:
+        return (f"rows={stats.rows_applied} (+{stats.upserts}/-{stats.deletes}) ddl={stats.ddls_executed} "
+                f"replayed-skipped={stats.replayed_skipped} dropped={self.dropped} "
+                f"applied-ts={stats.applied_ts}")  # fmt: skip
 
     def _report_held(self, since: float | None) -> float | None:
         """Every 30 s while rows wait for their table's schema, a warning naming the schemas they wait for; returns
@@ -186,13 +206,9 @@ class KafkaConsumer:
                     "table has changes); up to max-pending-dml rows are held", held, ", ".join(waiting))  # fmt: skip
         return now
 
-    def _new_engine(self) -> ApplyEngine:
-        return ApplyEngine(self.target, changefeed=self.config.changefeed, time_zone=self.config.time_zone,
-                           workers=self.config.workers)  # fmt: skip
-
-    def _apply_ready(self, order: Order, engine: ApplyEngine) -> None:
-        """Apply every step the order releases; commit the group's offsets after each. First says how many re-sent
-        rows the order left out since the last call: they are behind the offsets committed next."""
+    def _ready(self, order: Order) -> Iterator[Step]:
+        """Every step the order releases; the group's offsets are committed after each is applied. First says how
+        many re-sent rows the order left out since the last call: they are behind the offsets committed next."""
         from confluent_kafka import TopicPartition
 
         if order.replayed > self._replayed:
@@ -201,12 +217,12 @@ class KafkaConsumer:
                         order.replayed)  # fmt: skip
             self._replayed = order.replayed
         while (step := order.next_step()) is not None:
-            engine.apply(self._engine_step(step))
-            if step.offsets:
+            yield self._step(step)
+            if step.offsets:  # the step is durable in the target now
                 self._consumer.commit(offsets=[TopicPartition(self.topic, p, o) for p, o in step.offsets.items()],
                                       asynchronous=False)  # fmt: skip
 
-    def _engine_step(self, step: Step) -> RowsStep | DdlStep:
+    def _step(self, step: OrderStep) -> Step:
         ddl = step.ddl
         if ddl is None:
             return ordered_step(step.rows, step.upto, self.config.batch_rows)
@@ -236,6 +252,5 @@ class KafkaConsumer:
         if self._consumer is not None:
             self._consumer.close()
             self._consumer = None
-        if self._engine is not None:
-            self._engine.close()
-            self._engine = None
+        self._connection = None
+        self._order = None

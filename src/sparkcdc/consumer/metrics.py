@@ -16,9 +16,9 @@ from typing import Any
 from prometheus_client import CollectorRegistry, start_http_server
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
 
-from sparkcdc.consumer.engine import EngineStats
 from sparkcdc.errors import ConfigError
 from sparkcdc.model import tso
+from sparkcdc.model.steps import EngineStats
 
 _COUNTERS = (
     ("rows_applied", "Row changes applied downstream"),

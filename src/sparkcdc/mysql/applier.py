@@ -2,17 +2,11 @@
 
 Every row batch runs in ONE downstream transaction together with its checkpoint row, so after a crash the
 checkpoint says exactly which rows are in the downstream. The checkpoint table is ``sparkcdc_consumer.checkpoint``
-for the consumers and ``tidb_cdc.checkpoint`` for the MySQL sink; one row per ``(changefeed, schema, table,
-partition)`` stream:
-
-* ``part >= 0`` — a data stream (``part`` is the partition directory, 0 when there is none):
-  ``(table_version, date, file_index, row_offset)`` is the position *after* the last applied row
-  (``row_offset`` rows of that file are applied) and ``commit_ts`` the largest applied commit-ts.
-* ``part = -2`` — the table's rows from an ordered source (Kafka, the MySQL sink): ``commit_ts`` only, always at
-  the end of a transaction.
-* ``part = -1`` — the table's DDL stream: ``table_version`` is the last schema version whose DDL ran (or was
-  skipped), ``pending_version`` a DDL that started but may not have finished (DDL commits implicitly, so it
-  cannot share a transaction with the checkpoint; a pending DDL is re-run tolerating "already done" errors).
+for the consumers and ``tidb_cdc.checkpoint`` for the MySQL sink (and ``cdc redo apply``, which continues the
+sink's); one row per ``(changefeed, schema, table, partition)`` stream, holding a
+:class:`~sparkcdc.model.steps.Checkpoint` (what each kind of stream records is said there). The DDL stream's row is
+written twice around its DDL: DDL commits implicitly, so it cannot share a transaction with the checkpoint; a
+pending DDL is re-run tolerating "already done" errors.
 
 Statements are idempotent (see ``sparkcdc.mysql.statements``), so even a lost checkpoint would only replay.
 """
@@ -27,8 +21,9 @@ from typing import Any
 
 from sparkcdc.errors import ConfigError, SparkcdcError
 from sparkcdc.filter.system_schemas import CONSUMER_SCHEMA
-from sparkcdc.model import DDLAction
-from sparkcdc.mysql.statements import AppliedRow, BatchPlan, plan_batch
+from sparkcdc.model import DDLAction, RowChange
+from sparkcdc.model.steps import AppliedRow, Checkpoint
+from sparkcdc.mysql.statements import BatchPlan, plan_batch
 from sparkcdc.mysql.target import (
     CHARSET_CLAUSE,
     MysqlTarget,
@@ -42,7 +37,6 @@ from sparkcdc.mysql.target import (
 log = logging.getLogger(__name__)
 
 CHECKPOINT_TABLE = "checkpoint"
-DDL_PARTITION = -1
 
 # MySQL errors that mean "the DDL's effect is already there" (TiCDC's pkg/errorutil list).
 IGNORABLE_DDL_ERRORS = frozenset({1007, 1008, 1050, 1051, 1060, 1061, 1176, 1091, 1054, 1517, 1507, 1068})
@@ -69,7 +63,7 @@ _CHECKPOINT_DDL = """CREATE TABLE IF NOT EXISTS {table} (
 ) """ + CHARSET_CLAUSE
 
 # ``updated_at`` is set on every write, also one that changes nothing else (a DDL without commit-ts run again), so
-# it says when the stream was last applied (``consumer.downstream_guard``).
+# it says when the stream was last applied (``mysql.downstream_guard``).
 _UPSERT_CHECKPOINT = (
     "INSERT INTO {table} "
     "(changefeed, db, tbl, part, table_version, date, file_index, row_offset, commit_ts, pending_version) "
@@ -77,32 +71,6 @@ _UPSERT_CHECKPOINT = (
     "date=VALUES(date), file_index=VALUES(file_index), row_offset=VALUES(row_offset), "
     "commit_ts=VALUES(commit_ts), pending_version=VALUES(pending_version), updated_at=CURRENT_TIMESTAMP(6)"
 )
-
-
-@dataclass(frozen=True, slots=True)
-class Checkpoint:
-    """Durable progress of one stream (see the module docstring). Orders by position."""
-
-    schema: str
-    table: str
-    partition: int = 0
-    table_version: int = 0
-    date: str = ""
-    file_index: int = 0
-    row_offset: int = 0
-    commit_ts: int = 0
-    pending_version: int = 0
-
-    @property
-    def key(self) -> tuple[str, str, int]:
-        return (self.schema, self.table, self.partition)
-
-    @property
-    def position(self) -> tuple[int, str, int, int]:
-        return (self.table_version, self.date, self.file_index, self.row_offset)
-
-    def advanced(self, **changes: Any) -> Checkpoint:
-        return replace(self, **changes)
 
 
 @dataclass(frozen=True, slots=True)

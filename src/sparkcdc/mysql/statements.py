@@ -24,6 +24,7 @@ from operator import attrgetter
 from typing import Any
 
 from sparkcdc.model import RowChange, RowOp, TableInfo
+from sparkcdc.model.steps import AppliedRow, RenderedRow
 from sparkcdc.mysql.sql_values import literal, row_tuple
 from sparkcdc.mysql.target import quote_ident, quote_table
 
@@ -40,25 +41,6 @@ class BatchPlan:
     deletes: int
     rows_in: int
 
-
-@dataclass(frozen=True, slots=True)
-class RenderedRow:
-    """A row change whose statement values the MySQL sink's encoder already rendered (its native kernel):
-    ``key_before``/``key_after`` are the key as DELETE names it (``literal(k)``, or ``row_tuple(k)`` for a
-    composite key), ``values`` the REPLACE tuple of the writable columns (``row_tuple``), ``slots`` the conflict
-    slots the row touches. Only tables with a key are rendered; compaction then compares keys by their literals,
-    which are equal exactly when the values are (one column type, one scale)."""
-
-    commit_ts: int
-    table: TableInfo
-    op: RowOp
-    slots: frozenset[int]
-    key_before: str | None
-    key_after: str | None
-    values: str | None
-
-
-AppliedRow = RowChange | RenderedRow
 
 
 def key_positions(table: TableInfo) -> tuple[int, ...]:

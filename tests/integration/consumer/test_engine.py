@@ -7,10 +7,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from sparkcdc.consumer.engine import ORDERED_PARTITION, ApplyEngine, Batch, DdlStep, RowsStep, ordered_step
 from sparkcdc.model import ColumnInfo, DDLAction, IndexInfo, RowChange, RowOp, TableInfo
+from sparkcdc.model.steps import DDL_PARTITION, ORDERED_PARTITION, Batch, Checkpoint, DdlStep, RowsStep, ordered_step
 from sparkcdc.model.table import with_handle_keys
-from sparkcdc.mysql.applier import DDL_PARTITION, Checkpoint
+from sparkcdc.mysql.engine import ApplyEngine
 from sparkcdc.mysql.target import MysqlTarget
 from tests.integration.consumer.servers import run_sql
 

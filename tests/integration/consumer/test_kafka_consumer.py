@@ -17,13 +17,15 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
 from sparkcdc.codec.base import message_encoder
-from sparkcdc.consumer.downstream_guard import ERR_AHEAD
 from sparkcdc.consumer.kafka_client import connect
-from sparkcdc.consumer.kafka_consumer import KafkaConsumer, KafkaConsumerConfig
+from sparkcdc.consumer.kafka_consumer import KafkaConsumerConfig, KafkaSource
+from sparkcdc.consumer.runner import Consumer
 from sparkcdc.devtools.kafka import KafkaBroker
 from sparkcdc.errors import CorruptDataError, KafkaError, SparkcdcError
 from sparkcdc.model import ColumnInfo, IndexInfo, RowChange, RowOp, TableInfo
 from sparkcdc.model.table import with_handle_keys
+from sparkcdc.mysql.downstream_guard import ERR_AHEAD
+from sparkcdc.mysql.engine import ApplyEngine
 from sparkcdc.mysql.target import MysqlTarget
 from sparkcdc.sink.kafka.config import KafkaSinkConfig
 from tests.fixtures.ticdc_canal_json import WITHOUT_EXTENSION
@@ -56,22 +58,26 @@ def topic_with(broker: KafkaBroker, name: str, values: list[bytes]) -> None:
     assert producer.flush(10) == 0
 
 
+def kafka_consumer(config: KafkaConsumerConfig, target: MysqlTarget, start_over: bool = False) -> Consumer:
+    return Consumer(KafkaSource(config, start_over=start_over), ApplyEngine(target, workers=4))
+
+
 def run(broker: KafkaBroker, topic: str, target: MysqlTarget, query: str = "protocol=simple",
-        start_over: bool = False) -> KafkaConsumer:  # fmt: skip
+        start_over: bool = False) -> Consumer:  # fmt: skip
     """Run the consumer until it raises or has applied everything (then stop it)."""
     config = KafkaConsumerConfig.from_uri(f"kafka://{broker.bootstrap}/{topic}?{query}", {}, f"g-{topic}")
-    consumer = KafkaConsumer(config, target, start_over=start_over)
+    consumer = kafka_consumer(config, target, start_over=start_over)
     stop = threading.Event()
     polls = [0, 0]  # all, since everything was applied
 
-    def progress(c: KafkaConsumer) -> None:
+    def progress(c: Consumer) -> None:
         polls[0] += 1
         polls[1] = polls[1] + 1 if c.stats.applied_ts >= TS + 3 else 0
         if polls[1] > 5 or polls[0] > 50:  # done, or (a restart with nothing new) 10 s of polls
             stop.set()
 
     try:
-        consumer.run(stop, progress)
+        consumer.run(stop, on_progress=progress)
     finally:
         consumer.close()
     return consumer
@@ -161,19 +167,19 @@ def committed(broker: KafkaBroker, topic: str, group: str) -> int:
         c.close()
 
 
-def drain(consumer: KafkaConsumer, until: Callable[[KafkaConsumer], bool]) -> None:
+def drain(consumer: Consumer, until: Callable[[Consumer], bool]) -> None:
     """Run ``consumer`` until ``until`` holds for 5 polls in a row (at most 200 polls, about 40 s)."""
     stop = threading.Event()
     polls = [0, 0]
 
-    def progress(c: KafkaConsumer) -> None:
+    def progress(c: Consumer) -> None:
         polls[0] += 1
         polls[1] = polls[1] + 1 if until(c) else 0
         if polls[1] > 5 or polls[0] > 200:
             stop.set()
 
     try:
-        consumer.run(stop, progress)
+        consumer.run(stop, on_progress=progress)
     finally:
         consumer.close()
 
@@ -186,7 +192,7 @@ def test_real_canal_json_without_the_tidb_extension_is_applied(
     real_topic(kafka_broker, "kc-real-plain")
     config = KafkaConsumerConfig.from_uri(f"kafka://{kafka_broker.bootstrap}/kc-real-plain?protocol=canal-json", {},
                                           "g-kc-real-plain")  # fmt: skip
-    consumer = KafkaConsumer(config, real_downstream)
+    consumer = kafka_consumer(config, real_downstream)
     drain(consumer, lambda c: c.stats.rows_applied >= 12 and c.stats.ddls_executed >= 5)
     assert (consumer.stats.rows_applied, consumer.stats.ddls_executed) == (12, 5)
     t = real_downstream
@@ -213,7 +219,7 @@ def test_real_canal_json_without_the_tidb_extension_read_with_it_is_refused_at_t
     silence, and the offsets committed past it)."""
     real_topic(kafka_broker, "kc-real-ext")
     uri = f"kafka://{kafka_broker.bootstrap}/kc-real-ext?protocol=canal-json&enable-tidb-extension=true"
-    consumer = KafkaConsumer(KafkaConsumerConfig.from_uri(uri, {}, "g-kc-real-ext"), real_downstream)
+    consumer = kafka_consumer(KafkaConsumerConfig.from_uri(uri, {}, "g-kc-real-ext"), real_downstream)
     with pytest.raises(CorruptDataError) as e:
         drain(consumer, lambda c: False)
     assert e.value.message.startswith("topic kc-real-ext partition 0 offset 0: ") and "\n" not in e.value.message
@@ -263,7 +269,7 @@ def test_joining_mid_stream_applies_from_the_first_bootstrap(
             enc.encode_bootstrap(T).value, insert(T, TS + 3, 3), enc.encode_watermark(TS + 3).value]  # fmt: skip
     topic_with(kafka_broker, "kc-mid", tail)
     consumer = run(kafka_broker, "kc-mid", downstream)
-    assert rows(downstream) == [(2, "r2"), (3, "r3")] and consumer.dropped == 1
+    assert rows(downstream) == [(2, "r2"), (3, "r3")] and consumer.source.dropped == 1
 
 
 def closed_port() -> int:

@@ -9,10 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from sparkcdc.consumer.storage_consumer import StorageConsumer
+from sparkcdc.consumer.runner import Consumer
+from sparkcdc.consumer.storage_consumer import StorageSource
 from sparkcdc.consumer.storage_reader import ReaderConfig
 from sparkcdc.errors import SparkcdcError
 from sparkcdc.model import ColumnInfo, DDLAction
+from sparkcdc.mysql.engine import ApplyEngine
 from sparkcdc.mysql.target import MysqlTarget
 from sparkcdc.storage.external import ExternalStorage
 from tests.integration.consumer.servers import run_sql
@@ -37,12 +39,13 @@ def latin1_db(target: MysqlTarget) -> MysqlTarget:
     return target
 
 
-def _consumer(root: Path, target: MysqlTarget, cfg: ReaderConfig = CSV, **kw: object) -> StorageConsumer:
-    return StorageConsumer(ExternalStorage.from_uri(f"file://{root}"), cfg, target, workers=2, **kw)  # type: ignore[arg-type]
+def _consumer(root: Path, target: MysqlTarget, cfg: ReaderConfig = CSV, batch_rows: int = 20000) -> Consumer:
+    source = StorageSource(ExternalStorage.from_uri(f"file://{root}"), cfg, batch_rows=batch_rows)
+    return Consumer(source, ApplyEngine(target, workers=2))
 
 
-def _run(root: Path, target: MysqlTarget, cfg: ReaderConfig = CSV, **kw: object) -> None:
-    c = _consumer(root, target, cfg, **kw)
+def _run(root: Path, target: MysqlTarget, cfg: ReaderConfig = CSV, batch_rows: int = 20000) -> None:
+    c = _consumer(root, target, cfg, batch_rows)
     try:
         c.run_once()
     finally:

@@ -1,4 +1,4 @@
-"""StorageConsumer on hand-made TiCDC-shaped trees into a real MariaDB downstream."""
+"""The storage source applied by the consumer loop on hand-made TiCDC-shaped trees into a real MariaDB downstream."""
 
 from __future__ import annotations
 
@@ -6,11 +6,13 @@ from pathlib import Path
 
 import pytest
 
-from sparkcdc.consumer.downstream_guard import ERR_AHEAD
-from sparkcdc.consumer.storage_consumer import StorageConsumer
+from sparkcdc.consumer.runner import Consumer
+from sparkcdc.consumer.storage_consumer import StorageSource
 from sparkcdc.consumer.storage_reader import ReaderConfig
 from sparkcdc.errors import CorruptDataError, SparkcdcError
 from sparkcdc.model import ColumnInfo, DDLAction
+from sparkcdc.mysql.downstream_guard import ERR_AHEAD
+from sparkcdc.mysql.engine import ApplyEngine
 from sparkcdc.mysql.target import MysqlTarget
 from sparkcdc.storage.external import ExternalStorage
 from tests.integration.consumer.servers import run_sql
@@ -30,8 +32,9 @@ def down(target: MysqlTarget) -> MysqlTarget:
     return target
 
 
-def _consumer(root: Path, target: MysqlTarget, cfg: ReaderConfig = CSV, **kw: object) -> StorageConsumer:
-    return StorageConsumer(ExternalStorage.from_uri(f"file://{root}"), cfg, target, workers=2, **kw)  # type: ignore[arg-type]
+def _consumer(root: Path, target: MysqlTarget, cfg: ReaderConfig = CSV, batch_rows: int = 20000) -> Consumer:
+    source = StorageSource(ExternalStorage.from_uri(f"file://{root}"), cfg, batch_rows=batch_rows)
+    return Consumer(source, ApplyEngine(target, workers=2))
 
 
 def _rows(t: MysqlTarget, sql: str) -> list[tuple[object, ...]]:
@@ -71,8 +74,8 @@ def test_ddl_order_dedup_checkpoint_cutoff_and_rename(tmp_path: Path, down: Mysq
     c.close()
     assert _rows(down, "SELECT id, v, w FROM db.t ORDER BY id") == [(1, "a2", None), (3, "c", None), (4, "d", 44)]
     assert _rows(down, "SELECT id FROM db.u ORDER BY id") == [(7,), (8,)]  # ts 90 > checkpoint 80: not yet
-    assert c.progress.replayed_skipped == 3
-    assert c.progress.ddls_executed == 4
+    assert c.stats.replayed_skipped == 3
+    assert c.stats.ddls_executed == 4
 
     # the checkpoint advances; RENAME u -> u_new arrives with data in the new tree
     un = table("db", "u_new")
@@ -90,7 +93,7 @@ def test_ddl_order_dedup_checkpoint_cutoff_and_rename(tmp_path: Path, down: Mysq
     c = _consumer(tmp_path, down)
     c.run_once()
     c.close()
-    assert c.progress.rows_applied == 0 and c.progress.ddls_executed == 0
+    assert c.stats.rows_applied == 0 and c.stats.ddls_executed == 0
 
 
 def test_canal_json_partitions_and_missing_table_created(tmp_path: Path, down: MysqlTarget) -> None:
@@ -175,11 +178,11 @@ def test_a_dropped_or_recreated_downstream_stops_it_until_the_checkpoints_are_re
     recreated.close()
 
     over = _consumer(tmp_path, down)
-    assert over.engine.reset_checkpoints() == 3  # the database's and the table's DDL streams, the data stream
+    assert over.target.reset_checkpoints() == 3  # the database's and the table's DDL streams, the data stream
     assert over.run_once()
     over.close()
     assert _rows(down, "SELECT id, v FROM db.t ORDER BY id") == [(1, "a"), (2, "b")]
-    assert over.progress.rows_applied == 2
+    assert over.stats.rows_applied == 2
 
 
 def test_a_table_the_consumer_dropped_itself_is_no_reason_to_stop(tmp_path: Path, down: MysqlTarget) -> None:
@@ -191,10 +194,10 @@ def test_a_table_the_consumer_dropped_itself_is_no_reason_to_stop(tmp_path: Path
     tree.schema(t, V1 + 30, "DROP TABLE `t`", DDLAction.DROP_TABLE)
     tree.metadata(V1 + 80)
     c = _consumer(tmp_path, down)
-    assert c.run_once() and c.progress.ddls_executed == 3
+    assert c.run_once() and c.stats.ddls_executed == 3
     c.close()
     assert run_sql(down, "SHOW TABLES FROM db") == []
     again = _consumer(tmp_path, down)
     assert again.run_once()  # no refusal: the consumer's own DROP TABLE explains the missing table
     again.close()
-    assert again.progress.rows_applied == 0
+    assert again.stats.rows_applied == 0

@@ -9,9 +9,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from sparkcdc.consumer.engine import ApplyEngine, RowsStep
 from sparkcdc.model import ColumnInfo, IndexInfo, RowChange, RowOp, TableInfo
+from sparkcdc.model.steps import RowsStep
 from sparkcdc.model.table import with_handle_keys
+from sparkcdc.mysql.engine import ApplyEngine
 from sparkcdc.mysql.target import MysqlTarget
 from sparkcdc.sink.mysql.conflict import plan_steps
 from sparkcdc.sink.mysql.session import CHECKPOINT_SCHEMA

@@ -6,8 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from sparkcdc.consumer.downstream_guard import ERR_AHEAD, Lost, lost_tables, refusal
-from sparkcdc.mysql.applier import DDL_PARTITION
+from sparkcdc.model.steps import DDL_PARTITION
+from sparkcdc.mysql.downstream_guard import ERR_AHEAD, Lost, lost_tables, refusal
 
 ORDERED, DATA = -2, 0  # a Kafka table stream, a storage stream
 T0 = 1_790_000_000.0  # seconds since the epoch

@@ -9,9 +9,8 @@ import pytest
 
 from sparkcdc.codec.base import Message
 from sparkcdc.consumer import kafka_consumer
-from sparkcdc.consumer.kafka_consumer import KafkaConsumer, KafkaConsumerConfig
+from sparkcdc.consumer.kafka_consumer import KafkaConsumerConfig, KafkaSource
 from sparkcdc.model import RowChange, RowOp
-from sparkcdc.mysql.target import MysqlTarget
 
 from ..codec.simple_support import codec, user_table
 
@@ -22,7 +21,7 @@ def test_held_rows_are_reported_every_30_seconds_naming_their_schema(
     monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:
     config = KafkaConsumerConfig.from_uri("kafka://127.0.0.1:9/t?protocol=simple", {}, "g")
-    consumer = KafkaConsumer(config, MysqlTarget("127.0.0.1", 3306, "root"))
+    consumer = KafkaSource(config)
     enc, dec = codec("json")
     t1 = user_table(V1)
     for i in (1, 2):

@@ -18,13 +18,14 @@ import pytest
 from sparkcdc.codec.base import Message, message_encoder
 from sparkcdc.codec.canal_json.config import CanalJsonConfig
 from sparkcdc.codec.canal_json.decoder import CanalJsonMessageDecoder
-from sparkcdc.consumer.engine import DdlStep, EngineStats, RowsStep
 from sparkcdc.consumer.kafka_client import ClientErrors, Connection
-from sparkcdc.consumer.kafka_consumer import KafkaConsumer, KafkaConsumerConfig
+from sparkcdc.consumer.kafka_consumer import KafkaConsumerConfig, KafkaSource
+from sparkcdc.consumer.runner import Consumer
 from sparkcdc.errors import CorruptDataError
 from sparkcdc.model import ColumnInfo, DDLEvent, IndexInfo, RowChange, RowOp, TableInfo
+from sparkcdc.model.steps import DdlStep, EngineStats, RowsStep
 from sparkcdc.model.table import with_handle_keys
-from sparkcdc.mysql.target import MysqlTarget
+from sparkcdc.mysql import downstream_guard
 from tests.fixtures.ticdc_canal_json import WITHOUT_EXTENSION
 
 TOPIC = "t"
@@ -116,6 +117,9 @@ class FakeEngine:
         self.rows: list[RowChange] = []
         self.ddls: list[str] = []
 
+    def check_start(self) -> None:
+        downstream_guard.check(self.main_applier)  # type: ignore[arg-type]
+
     def apply(self, step: RowsStep | DdlStep) -> None:
         if isinstance(step, DdlStep):
             self.ddls.append(step.query)
@@ -129,12 +133,12 @@ class FakeEngine:
 
 
 def run(monkeypatch: pytest.MonkeyPatch, query: str, topic: dict[int, list[bytes]],
-        seed: int = 0) -> tuple[KafkaConsumer, FakeClient, FakeEngine]:  # fmt: skip
+        seed: int = 0) -> tuple[KafkaSource, FakeClient, FakeEngine]:  # fmt: skip
     """Run the consumer loop over ``topic`` until it is drained (or raises). At every commit, the rows and DDLs of
     the messages below the committed offsets must all have reached the engine or be counted as left-out re-sends
     (the consumer says the count before it commits)."""
     config = KafkaConsumerConfig.from_uri(f"kafka://127.0.0.1:9/{TOPIC}?{query}", {}, "g")
-    consumer = KafkaConsumer(config, MysqlTarget("127.0.0.1", 3306, "root"))
+    consumer = KafkaSource(config)
     stop = threading.Event()
     engine = FakeEngine()
     lenient = CanalJsonMessageDecoder(CanalJsonConfig())
@@ -147,9 +151,8 @@ def run(monkeypatch: pytest.MonkeyPatch, query: str, topic: dict[int, list[bytes
 
     client = FakeClient(topic, seed, stop, on_commit)
     connection = Connection(client, sorted(topic), {}, ClientErrors("127.0.0.1:9"))
-    monkeypatch.setattr(KafkaConsumer, "_connect", lambda self: connection)
-    monkeypatch.setattr(KafkaConsumer, "_new_engine", lambda self: engine)
-    consumer.run(stop)
+    monkeypatch.setattr(KafkaSource, "_connect", lambda self: connection)
+    Consumer(consumer, engine).run(stop)  # type: ignore[arg-type]
     return consumer, client, engine
 
 

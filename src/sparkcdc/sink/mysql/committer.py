@@ -12,8 +12,8 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from sparkcdc.consumer.engine import DdlStep
 from sparkcdc.model import DDLEvent, TableInfo
+from sparkcdc.model.steps import DdlStep
 from sparkcdc.sink.base import SinkContext
 from sparkcdc.sink.mysql.config import MysqlSinkConfig
 from sparkcdc.sink.mysql.retry import with_retries

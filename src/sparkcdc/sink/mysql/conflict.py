@@ -26,10 +26,17 @@ from itertools import groupby
 from operator import attrgetter
 from typing import Final
 
-from sparkcdc.consumer.engine import ORDERED_PARTITION, Batch, RowsStep, StreamKey, batches
 from sparkcdc.model import TableInfo
-from sparkcdc.mysql.applier import Checkpoint
-from sparkcdc.mysql.statements import AppliedRow, RenderedRow
+from sparkcdc.model.steps import (
+    ORDERED_PARTITION,
+    AppliedRow,
+    Batch,
+    Checkpoint,
+    RenderedRow,
+    RowsStep,
+    StreamKey,
+    batches,
+)
 
 SLOTS: Final = 4  # fixed: a replay must find a transaction in the slot it was applied from
 

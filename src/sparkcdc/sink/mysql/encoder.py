@@ -17,7 +17,8 @@ from sparkcdc.codec.native import Kernels
 from sparkcdc.model import RowChange, RowOp, RowsEvent, TableInfo
 from sparkcdc.model.column_type import BLOB_TYPES, FLOAT_TYPES, INTEGER_TYPES
 from sparkcdc.mysql.sql_values import literal, row_tuple
-from sparkcdc.mysql.statements import AppliedRow, RenderedRow, key_positions, writable_positions
+from sparkcdc.model.steps import AppliedRow, RenderedRow
+from sparkcdc.mysql.statements import key_positions, writable_positions
 from sparkcdc.sink.base import Payload
 from sparkcdc.sink.mysql.config import MysqlSinkConfig
 from sparkcdc.sink.mysql.conflict import SLOTS, KeySlots

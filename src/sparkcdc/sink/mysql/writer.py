@@ -1,13 +1,14 @@
 """Executor side, sink stage: a task's payloads (whole tables) -> rows applied downstream, effectively once.
 
-The task's rows go through the consumers' :class:`~sparkcdc.consumer.engine.ApplyEngine` in the steps TiCDC's
-conflict detection gives them (:mod:`~sparkcdc.sink.mysql.conflict`: per table, transactions on different key slots
-in parallel, those on the same keys in commit order), upstream transactions grouped into downstream transactions of
-about ``max-txn-row`` rows (an upstream transaction is never split: its table's part commits atomically), each with
-its slot's checkpoint row in ``tidb_cdc.checkpoint`` in the same downstream transaction. A batch Spark replays after
-a crash therefore skips every transaction at or below its slot's checkpoint and applies the rest: a kill -9 at any
-point leaves every slot of every table exactly at a transaction boundary. The engine (and its connections) stays in
-the worker process while the changefeed uses it, so batches reuse connections.
+The task's rows go through the MySQL apply engine (:class:`~sparkcdc.mysql.engine.ApplyEngine`, also the consumers'
+MySQL target) in the steps TiCDC's conflict detection gives them (:mod:`~sparkcdc.sink.mysql.conflict`: per table,
+transactions on different key slots in parallel, those on the same keys in commit order), upstream transactions
+grouped into downstream transactions of about ``max-txn-row`` rows (an upstream transaction is never split: its
+table's part commits atomically), each with its slot's checkpoint row in ``tidb_cdc.checkpoint`` in the same
+downstream transaction. A batch Spark replays after a crash therefore skips every transaction at or below its slot's
+checkpoint and applies the rest: a kill -9 at any point leaves every slot of every table exactly at a transaction
+boundary. The engine (and its connections) stays in the worker process while the changefeed uses it, so batches
+reuse connections.
 """
 
 from __future__ import annotations
@@ -15,8 +16,8 @@ from __future__ import annotations
 from collections.abc import Iterable
 from contextlib import AbstractContextManager
 
-from sparkcdc.consumer.engine import ApplyEngine
-from sparkcdc.mysql.statements import AppliedRow
+from sparkcdc.model.steps import AppliedRow
+from sparkcdc.mysql.engine import ApplyEngine
 from sparkcdc.sink.base import Routed, SinkContext
 from sparkcdc.sink.mysql.config import MysqlSinkConfig
 from sparkcdc.sink.mysql.conflict import SLOTS, plan_steps

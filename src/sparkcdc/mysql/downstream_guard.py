@@ -29,7 +29,8 @@ from dataclasses import dataclass
 from typing import Final
 
 from sparkcdc.errors import SparkcdcError
-from sparkcdc.mysql.applier import DDL_PARTITION, MysqlApplier
+from sparkcdc.model.steps import DDL_PARTITION
+from sparkcdc.mysql.applier import MysqlApplier
 
 log = logging.getLogger(__name__)
 

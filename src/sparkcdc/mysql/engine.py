@@ -1,23 +1,17 @@
-"""The apply engine shared by every consumer source (storage tree, Kafka topic): steps applied to a MySQL
-downstream in order, effectively once.
+"""The MySQL target of the consumers, and the MySQL sink's writer: steps (``sparkcdc.model.steps``) applied to a
+MySQL-compatible downstream in order, effectively once.
 
-A source turns what it reads into :data:`Step` s and hands them over in order:
-
-* a :class:`RowsStep` holds, per *stream*, batches of rows; streams are independent (different tables, or
-  different partitions of one storage table), so the engine applies them in parallel, one downstream connection
-  per worker, and each stream's batches in order. A batch is ONE downstream transaction together with its
-  ``position``: the stream's checkpoint row after it (``sparkcdc_consumer.checkpoint``; what a position means
-  is the source's business: a storage file position, or just a commit-ts). So a crash leaves every stream
-  exactly at a batch boundary and a source resumes from :attr:`ApplyEngine.checkpoints`.
-* a :class:`DdlStep` is a barrier: it runs after every earlier step is durable and before any later one, with
-  the table's DDL stream (partition ``DDL_PARTITION``) marking it pending, then done.
+Streams of a :class:`~sparkcdc.model.steps.RowsStep` are applied in parallel, one downstream connection per worker,
+each stream's batches in order; a batch is ONE downstream transaction together with its checkpoint row
+(``sparkcdc.mysql.applier``). A :class:`~sparkcdc.model.steps.DdlStep` runs after every earlier step is durable, with
+the table's DDL stream marking it pending, then done.
 
 Dedup against the downstream checkpoint is the engine's: a DDL at or below its table's DDL stream is skipped; a
 row is skipped when its commit-ts is below what its stream applied (a producer's at-least-once replay). Streams of
-*ordered* sources (partition ``ORDERED_PARTITION``) are only ever checkpointed between transactions, so there a row
-at the checkpoint's commit-ts is a replay too; storage streams may stop inside a transaction that spans files, and
-their sources resume by position, so an equal commit-ts is applied (statements are idempotent). Rows and DDLs
-without a commit-ts (0: canal-json without the TiDB extension, CSV without ``include-commit-ts``) are never taken
+*ordered* sources (partition ``ORDERED_PARTITION`` and below) are only ever checkpointed between transactions, so
+there a row at the checkpoint's commit-ts is a replay too; storage streams may stop inside a transaction that spans
+files, and their sources resume by position, so an equal commit-ts is applied (statements are idempotent). Rows and
+DDLs without a commit-ts (0: canal-json without the TiDB extension, CSV without ``include-commit-ts``) are never taken
 for replays: they are always applied, and their batches may be cut anywhere (no transaction end is known).
 """
 
@@ -25,78 +19,31 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
-from dataclasses import dataclass, field
 
 from sparkcdc.errors import SparkcdcError
 from sparkcdc.filter.system_schemas import CONSUMER_SCHEMA
 from sparkcdc.model import DDLAction, RowChange
-from sparkcdc.mysql.applier import DDL_PARTITION, Checkpoint, MysqlApplier
-from sparkcdc.mysql.statements import AppliedRow
+from sparkcdc.model.steps import (
+    DDL_PARTITION,
+    ORDERED_PARTITION,
+    AppliedRow,
+    Batch,
+    Checkpoint,
+    DdlStep,
+    EngineStats,
+    Step,
+    StreamKey,
+)
+from sparkcdc.mysql import downstream_guard
+from sparkcdc.mysql.applier import MysqlApplier
 from sparkcdc.mysql.target import MysqlTarget
 
 log = logging.getLogger(__name__)
 
-ORDERED_PARTITION = -2  # checkpoint rows of tables applied from an ordered source (storage streams use >= 0);
-# an ordered source that splits a table into key slots uses ORDERED_PARTITION - slot for slot 1, 2, ...
-DEFAULT_BATCH_ROWS = 20000
-StreamKey = tuple[str, str, int]
-
 _FORGETS_TABLES = frozenset({DDLAction.DROP_TABLE, DDLAction.RENAME_TABLE, DDLAction.RENAME_TABLES,
                              DDLAction.DROP_SCHEMA})  # fmt: skip
-
-
-@dataclass(frozen=True)
-class Batch:
-    """Rows of one stream, in commit order, applied in one downstream transaction with ``position``.
-
-    ``create`` gives the statements that create the table when it is missing downstream (a table the changefeed
-    started after); it is called only then. ``files``: source files this batch finishes (progress only)."""
-
-    rows: Sequence[AppliedRow]
-    position: Checkpoint
-    create: Callable[[], Sequence[str]] | None = None
-    files: int = 0
-
-
-@dataclass(frozen=True)
-class RowsStep:
-    """Every stream's rows that may be applied now; afterwards every row with commit-ts <= ``upto`` is applied."""
-
-    streams: Mapping[StreamKey, Iterable[Batch]]
-    upto: int
-
-
-@dataclass(frozen=True)
-class DdlStep:
-    """One DDL, run after every earlier step. ``version`` is its commit-ts (TableVersion); ``source`` names where it
-    came from in errors (a schema file)."""
-
-    schema: str
-    table: str
-    query: str
-    action: int
-    version: int
-    source: str = ""
-
-
-Step = RowsStep | DdlStep
-
-
-@dataclass
-class EngineStats:
-    """Counters for progress lines and tests; updated under ``lock`` by the worker threads."""
-
-    rows_applied: int = 0
-    upserts: int = 0
-    deletes: int = 0
-    replayed_skipped: int = 0
-    files: int = 0
-    ddls_executed: int = 0
-    ddls_skipped: int = 0
-    applied_ts: int = 0
-    lock: threading.Lock = field(default_factory=threading.Lock, repr=False, compare=False)
 
 
 class ApplyEngine:
@@ -163,6 +110,11 @@ class ApplyEngine:
         self.checkpoints = {}
         self._known_tables.clear()
         return deleted
+
+    def check_start(self) -> None:
+        """Before a source applies anything: refuse when the downstream lost tables this changefeed's checkpoints say
+        rows were applied to (``downstream_guard``). Raises SparkcdcError."""
+        downstream_guard.check(self._main)
 
     def ddl_version(self, schema: str, table: str) -> int:
         """The version of the table's last DDL that ran (0: none)."""
@@ -287,31 +239,3 @@ def _fresh(rows: Sequence[AppliedRow], applied: int, inclusive: bool) -> tuple[S
         out.append(r)
         high = max(high, ts)
     return (rows, 0) if len(out) == len(rows) else (out, len(rows) - len(out))
-
-
-def ordered_step(rows: Sequence[RowChange], upto: int, batch_rows: int = DEFAULT_BATCH_ROWS) -> RowsStep:
-    """The step of an ordered source's released rows (commit-ts order): one stream per table, batches of about
-    ``batch_rows`` rows cut only between transactions, each checkpointed at its last commit-ts."""
-    tables: dict[tuple[str, str], list[RowChange]] = {}
-    for r in rows:
-        tables.setdefault((r.table.schema, r.table.table), []).append(r)
-    streams = {
-        (schema, table, ORDERED_PARTITION): [
-            Batch(b, Checkpoint(schema, table, ORDERED_PARTITION, commit_ts=b[-1].commit_ts))
-            for b in batches(changes, max(1, batch_rows))
-        ]
-        for (schema, table), changes in tables.items()
-    }
-    return RowsStep(streams, upto)
-
-
-def batches(rows: Sequence[AppliedRow], size: int) -> Iterator[Sequence[AppliedRow]]:
-    """Batches of about ``size`` rows, cut only between transactions (commit-ts changes; anywhere between rows
-    without a commit-ts)."""
-    start = 0
-    while start < len(rows):
-        end = min(start + size, len(rows))
-        while end < len(rows) and rows[end].commit_ts and rows[end].commit_ts == rows[end - 1].commit_ts:
-            end += 1
-        yield rows[start:end]
-        start = end
