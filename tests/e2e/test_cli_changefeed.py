@@ -553,7 +553,7 @@ def test_create_with_a_malformed_mysql_sink_is_one_line_without_the_password(
 CLI_CASES = frozenset({"kafka-partition-num-string", "mysql-worker-count-string", "kafka-claim-check-scheme",
                        "mysql-time-zone-unknown", "mysql-time-zone-offset", "mysql-ssl-ca-missing",
                        "mysql-ssl-ca-directory", "kafka-ca-directory", "storage-worker-count-uri",
-                       "synced-status-duration-string"})  # fmt: skip
+                       "synced-status-duration-string", "consistent-non-mysql-sink"})  # fmt: skip
 
 
 def test_bad_input_is_one_line_with_code_key_and_source(bad_input_server: CdcServer, tmp_path: Path) -> None:

@@ -25,6 +25,7 @@ from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
 from sparkcdc.changefeed import toml_types
+from sparkcdc.changefeed.consistent import ConsistentConfig
 from sparkcdc.changefeed.snapshot import SnapshotConfig
 from sparkcdc.errors import ConfigError
 from sparkcdc.filter.event_filter import EventFilter, EventFilterRule
@@ -320,13 +321,22 @@ class ReplicaConfig:
         """TiCDC's ``ReplicaConfig.ValidateAndAdjust`` rules between values, run on create and update, after the
         Go types of the ``[sink]`` keys and the kept sections (what TiCDC's strict decoding refuses).
 
-        A negative duration is refused always (Go would take it; it means nothing). With enable-sync-point,
-        sync-point-interval must be at least 30s and sync-point-retention at least 1h; changefeed-error-stuck-
-        duration must be at least 30m. Raises ConfigError (``CDC:ErrInvalidReplicaConfig``, TiCDC's wording).
+        A negative duration is refused always (Go would take it; it means nothing). ``[consistent]`` follows
+        TiCDC's rules (``changefeed.consistent``), and the redo log cannot go with ``[snapshot]``. With
+        enable-sync-point, sync-point-interval must be at least 30s and sync-point-retention at least 1h;
+        changefeed-error-stuck-duration must be at least 30m. Raises ConfigError (``CDC:ErrInvalidReplicaConfig``,
+        TiCDC's wording).
         """
         toml_types.check_types(self.sink, toml_types.SINK, "sink")
         for name, table in self.sections.items():
             toml_types.check_types(table, toml_types.SECTIONS[name], name)
+        if self.consistent().enabled and self.snapshot.enabled:
+            raise ConfigError(
+                f'[consistent] level = "eventual" with [snapshot] mode = "{self.snapshot.mode}" is not supported: '
+                "the redo log holds only what the changefeed streams, not the copied rows; copy the tables first, "
+                'then create the changefeed with the redo log (mode = "never")',
+                code=ERR_REPLICA_CONFIG,
+            )
         for key in _DURATIONS:
             ns = getattr(self, key.replace("-", "_") + "_ns")
             if ns < 0:
@@ -358,6 +368,11 @@ class ReplicaConfig:
             )
 
     # -- derived objects ----------------------------------------------------------------------------------
+    def consistent(self) -> ConsistentConfig:
+        """The ``[consistent]`` table, validated (TiCDC's rules; see ``changefeed.consistent``). Raises
+        ConfigError."""
+        return ConsistentConfig.from_toml(self.sections.get("consistent"))
+
     def table_filter(self) -> TableFilter:
         return TableFilter.parse(self.filter.rules, case_sensitive=self.case_sensitive)
 

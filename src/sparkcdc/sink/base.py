@@ -22,6 +22,7 @@ from dataclasses import dataclass
 from typing import Any, Protocol
 from urllib.parse import urlsplit
 
+from sparkcdc.changefeed.consistent import ConsistentConfig
 from sparkcdc.errors import ConfigError
 from sparkcdc.masking import mask_uri
 from sparkcdc.model import DDLEvent, RowChange, TableInfo
@@ -109,6 +110,9 @@ class SinkCommitter(Protocol):
 
 
 class Sink(Protocol):
+    """A sink that writes a redo log first (``[consistent] level = "eventual"``: only the MySQL sink, as in TiCDC)
+    says so with a ``redo = True`` attribute; the others refuse that level (:func:`sink_config`)."""
+
     def config(self, uri: str, toml: Mapping[str, Any]) -> SinkConfig: ...
 
     def check(self, config: Any) -> None:
@@ -181,4 +185,12 @@ def sink_config(uri: str, toml: Mapping[str, Any] | None = None) -> SinkConfig:
             "sink uri invalid '': sink_uri is empty, cannot create a changefeed without sink_uri",
             code=ERR_SINK_URI_INVALID,
         )
-    return sink_for(uri).config(uri, toml or {})
+    sink = sink_for(uri)
+    config = sink.config(uri, toml or {})
+    if not getattr(sink, "redo", False) and ConsistentConfig.from_toml((toml or {}).get("consistent")).enabled:
+        raise ConfigError(
+            f'[consistent] level = "eventual" needs a MySQL-compatible sink (mysql://, tidb://), not '
+            f"'{mask_uri(uri)}': TiCDC writes its redo log for those only; set level = \"none\"",
+            code="CDC:ErrInvalidReplicaConfig",
+        )
+    return config

@@ -10,6 +10,8 @@ from sparkcdc.sink.base import SinkContext
 
 
 class _MysqlSink:
+    redo = True  # [consistent] level = "eventual": the writers' batches go to the redo log first
+
     def config(self, uri: str, toml: Mapping[str, Any]) -> Any:
         from sparkcdc.sink.mysql.config import MysqlSinkConfig
 

@@ -1,5 +1,6 @@
 """The MySQL sink's configuration: the sink URI (``mysql://``, ``mysql+ssl://``, ``tidb://``, ``tidb+ssl://``) merged
-with ``[sink.mysql-config]``, ``[sink] safe-mode`` and the changefeed's sync point and bdr-mode settings, as TiCDC's
+with ``[sink.mysql-config]``, ``[sink] safe-mode``, the changefeed's sync point and bdr-mode settings and its redo log
+(``[consistent]``), as TiCDC's
 ``pkg/sink/mysql/config.go`` merges them (URI beats TOML; out-of-range counts clamped to TiCDC's upper bounds with a
 warning, non-positive ones refused). Every problem is one ConfigError line with ``CDC:ErrMySQLInvalidConfig`` naming
 the key and where it came from; the password never appears in errors, ``str`` or ``repr``.
@@ -13,6 +14,7 @@ from dataclasses import dataclass, replace
 from typing import Any, Final
 from urllib.parse import unquote, urlsplit
 
+from sparkcdc.changefeed.consistent import ConsistentConfig
 from sparkcdc.changefeed.sink_keys import SINK_KEYS
 from sparkcdc.errors import ConfigError, SparkcdcError
 from sparkcdc.masking import mask_uri
@@ -86,6 +88,7 @@ class MysqlSinkConfig:
     sync_point_interval_ns: int = 10 * 60 * 10**9
     sync_point_retention_ns: int = 24 * 3600 * 10**9
     bdr_mode: bool = False
+    redo: ConsistentConfig | None = None  # [consistent] level = "eventual": each batch goes to the redo log first
 
     @classmethod
     def from_uri(cls, uri: str, toml: Mapping[str, Any] | None = None) -> MysqlSinkConfig:
@@ -166,8 +169,9 @@ class MysqlSinkConfig:
     # -- what the pipeline needs ------------------------------------------------------------------------
     @property
     def flush_interval(self) -> float:
-        """Seconds between micro-batches while caught up: a database replica is for low latency."""
-        return 0.5
+        """Seconds between micro-batches while caught up: a database replica is for low latency; with a redo log,
+        TiCDC's ``[consistent] flush-interval`` (the log is written, then applied, once per micro-batch)."""
+        return max(0.5, self.redo.flush_interval_ms / 1000) if self.redo is not None else 0.5
 
     @property
     def worker_count(self) -> int:
@@ -242,3 +246,5 @@ def _replica(doc: Mapping[str, Any], v: dict[str, Any]) -> None:
     v["sync_point_interval_ns"] = replica.sync_point_interval_ns
     v["sync_point_retention_ns"] = replica.sync_point_retention_ns
     v["bdr_mode"] = replica.bdr_mode
+    consistent = replica.consistent()
+    v["redo"] = consistent if consistent.enabled else None
