@@ -23,7 +23,6 @@ import json
 import logging
 import os
 import sqlite3
-from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
@@ -36,7 +35,8 @@ from sparkcdc.errors import CorruptDataError, StorageError
 from sparkcdc.filter.system_schemas import is_system_schema
 from sparkcdc.model.ddl_action import DDLAction
 from sparkcdc.model.events import DDLEvent
-from sparkcdc.model.table import ColumnInfo, IndexInfo, PartitionInfo, TableInfo
+from sparkcdc.model.table import ColumnInfo, IndexInfo, TableInfo
+from sparkcdc.model.table_json import table_from_json, table_to_json
 
 log = logging.getLogger(__name__)
 
@@ -51,52 +51,6 @@ CREATE TABLE IF NOT EXISTS schema_meta(k TEXT NOT NULL, ts INTEGER NOT NULL, v T
 """
 
 Statement = tuple[str, tuple[Any, ...]]
-
-
-# -- TableInfo <-> JSON -------------------------------------------------------------------------------
-def table_to_json(t: TableInfo) -> str:
-    d = {
-        "schema": t.schema,
-        "table": t.table,
-        "table_id": t.table_id,
-        "version": t.version,
-        "charset": t.charset,
-        "collation": t.collation,
-        "columns": [asdict(c) for c in t.columns],
-        "indexes": [asdict(i) for i in t.indexes],
-        "partitions": [asdict(p) for p in t.partitions],
-    }
-    return json.dumps(d, separators=(",", ":"), default=_bytes_default)
-
-
-def _bytes_default(v: Any) -> Any:
-    if isinstance(v, bytes):
-        return {"__bytes__": v.hex()}
-    raise TypeError(type(v).__name__)
-
-
-def table_from_json(text: str) -> TableInfo:
-    try:
-        d = json.loads(text)
-        cols = []
-        for c in d["columns"]:
-            c["elements"] = tuple(c["elements"])
-            if isinstance(c.get("default"), dict):
-                c["default"] = bytes.fromhex(c["default"]["__bytes__"])
-            cols.append(ColumnInfo(**c))
-        return TableInfo(
-            schema=d["schema"],
-            table=d["table"],
-            table_id=d["table_id"],
-            columns=tuple(cols),
-            indexes=tuple(IndexInfo(i["name"], tuple(i["columns"]), i["primary"], i["unique"]) for i in d["indexes"]),
-            version=d["version"],
-            partitions=tuple(PartitionInfo(**p) for p in d["partitions"]),
-            charset=d["charset"],
-            collation=d["collation"],
-        )
-    except (ValueError, KeyError, TypeError) as e:
-        raise CorruptDataError(f"schema history: malformed table definition: {e}") from e
 
 
 # -- read side ----------------------------------------------------------------------------------------

@@ -14,7 +14,8 @@ Pacing: Spark polls ``latestOffset`` every trigger (short); a caught-up query pl
 the next one is planned at once, so a backlog (or an upstream with frequent DDL) is read back to back.
 
 Partitions are transaction-aligned relay chunks (decoded on executors) plus one ``mark`` partition that emits
-the batch's end offset for the sink's commit. ``partitions()`` returns ``[]`` for an empty range.
+the batch's end offset for the sink's commit. ``partitions()`` returns ``[]`` for an empty range. With a redo log
+(``[consistent] level = "eventual"``) each chunk's task writes its log before it ends (``redo_log``).
 """
 
 from __future__ import annotations
@@ -31,7 +32,7 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPart
 
 from sparkcdc.capture.relay_log import ChunkRef
 from sparkcdc.capture.schema_history import SchemaHistory
-from sparkcdc.pipeline import snapshot_source, snapshot_state
+from sparkcdc.pipeline import redo_log, snapshot_source, snapshot_state
 from sparkcdc.pipeline.spec import FeedSpec
 from sparkcdc.pipeline.transform import ROW_SCHEMA, ChunkTransform, mark_row
 from sparkcdc.pipeline.worker_gc import freeze_survivors
@@ -53,6 +54,7 @@ class ChunkPartition(InputPartition):
     handover: tuple[tuple[tuple[str, str], Any], ...] = ()  # copied tables still in their hand-over
     data: bytes = b""
     history: SchemaHistory | None = None
+    batch: tuple[int, int, int, int] = (0, 0, 0, 0)  # (begin, end, chunk index, chunks): names its redo log
 
 
 @dataclass(frozen=True)
@@ -60,6 +62,7 @@ class MarkPartition(InputPartition):
     start_ts: int
     end_ts: int
     planned_ms: int = field(default_factory=lambda: time.time_ns() // 1_000_000)
+    chunks: int = -1  # the batch's chunk partitions (0: the redo log gets an empty batch's log from here)
 
 
 def _transform(spec: FeedSpec) -> ChunkTransform:
@@ -172,12 +175,13 @@ class RelayStreamReader(DataSourceStreamReader):
             relay.close()
         handover = tuple(snapshot_state.streamed_handover(self.spec, begin, self._db()).items())
         parts: list[InputPartition]
+        batch = [(begin, stop, i, len(refs)) for i in range(len(refs))]
         if self.spec.ship_relay:
             history = cached_history(self.spec.capture_dir, stop)
-            parts = [ChunkPartition(r, handover, read_chunk(r), history) for r in refs]
+            parts = [ChunkPartition(r, handover, read_chunk(r), history, b) for r, b in zip(refs, batch, strict=True)]
         else:
-            parts = [ChunkPartition(r, handover) for r in refs]
-        parts.append(MarkPartition(begin, stop))
+            parts = [ChunkPartition(r, handover, batch=b) for r, b in zip(refs, batch, strict=True)]
+        parts.append(MarkPartition(begin, stop, chunks=len(refs)))
         log.debug("changefeed=%s batch (%d, %d]: %d chunks", self.spec.changefeed, begin, stop, len(refs))
         return parts
 
@@ -193,6 +197,8 @@ class RelayStreamReader(DataSourceStreamReader):
     def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
         freeze_survivors()
         if isinstance(partition, MarkPartition):
+            if partition.chunks == 0 and (redo := self.spec.redo()) is not None:
+                redo_log.empty_batch(self.spec, redo, partition.start_ts, partition.end_ts)
             yield mark_row(partition.start_ts, partition.end_ts, partition.planned_ms)
             return
         if isinstance(partition, snapshot_source.SnapshotPartition):
@@ -207,7 +213,9 @@ class RelayStreamReader(DataSourceStreamReader):
         events = decode_chunk(partition.data or partition.ref, partition.history or self.spec.capture_dir,
                               tz=self.spec.tz, force_replicate=transform.force_replicate,
                               skip_server_id=transform.skip_server_id, raw_rows=transform.native)  # fmt: skip
-        yield from transform.rows(events, dict(partition.handover))
+        rows = transform.rows(events, dict(partition.handover))
+        redo = self.spec.redo()
+        yield from rows if redo is None else redo_log.tee(self.spec, redo, partition.batch, rows)
 
 
 class RelaySource(DataSource):

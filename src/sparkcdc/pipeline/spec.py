@@ -74,6 +74,17 @@ class FeedSpec:
         """The sink's validated config (validated once: clamp warnings are not repeated by every task)."""
         return self._sink_config
 
+    @cached_property
+    def _redo(self) -> Any:
+        from sparkcdc.changefeed.consistent import ConsistentConfig
+
+        config = ConsistentConfig.from_toml(self.config.get("consistent"))
+        return config if config.enabled else None
+
+    def redo(self) -> Any:
+        """The redo log's settings (a ``ConsistentConfig``) when ``[consistent] level = "eventual"``, else None."""
+        return self._redo
+
     def sink(self) -> Sink:
         from sparkcdc.sink.base import sink_for
 

@@ -21,6 +21,10 @@ class _MysqlSink:
         from sparkcdc.sink.mysql.config import check_reachable
 
         check_reachable(config)
+        if config.redo is not None:
+            from sparkcdc.redo.writer import check_writable
+
+            check_writable(config.redo)
 
     def encoder(self, config: Any, ctx: SinkContext) -> Any:
         from sparkcdc.sink.mysql.encoder import MysqlEncoder

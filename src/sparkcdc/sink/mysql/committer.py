@@ -4,7 +4,8 @@ DDLs run through the apply engine's DDL stream (``tidb_cdc.checkpoint``, partiti
 (``USE`` its schema first), marked done; a replayed batch skips a DDL already done and re-runs a pending one
 tolerating "already exists"-type errors, as TiCDC's ``ddl_ts`` table does. Retryable failures are retried for a
 while (:mod:`~sparkcdc.sink.mysql.retry`); others fail the changefeed with the downstream's error. With
-``enable-sync-point``, checkpoints become sync points (:mod:`~sparkcdc.sink.mysql.syncpoint`).
+``enable-sync-point``, checkpoints become sync points (:mod:`~sparkcdc.sink.mysql.syncpoint`); with a redo log, each
+checkpoint goes to its meta (:mod:`~sparkcdc.redo.meta`).
 """
 
 from __future__ import annotations
@@ -44,6 +45,10 @@ class MysqlCommitter:
             with_retries(run, f"executing DDL {ddl.query!r} on {self.config.target}")
 
     def checkpoint(self, ts: int) -> None:
+        if self.config.redo is not None:  # after the batch: its log files were written before it was applied
+            from sparkcdc.redo import meta
+
+            meta.advance(self.config.redo, self.ctx.changefeed, ts, self.config.time_zone)
         if not self.config.enable_sync_point:
             return
         def write() -> bool:

@@ -9,6 +9,7 @@ without their TableInfo: the writer gets the table from the payload's ``Routed.i
 from __future__ import annotations
 
 import hashlib
+import io
 import pickle
 from collections.abc import Iterator, Sequence
 from typing import Any, Final
@@ -16,8 +17,8 @@ from typing import Any, Final
 from sparkcdc.codec.native import Kernels
 from sparkcdc.model import RowChange, RowOp, RowsEvent, TableInfo
 from sparkcdc.model.column_type import BLOB_TYPES, FLOAT_TYPES, INTEGER_TYPES
-from sparkcdc.mysql.sql_values import literal, row_tuple
 from sparkcdc.model.steps import AppliedRow, RenderedRow
+from sparkcdc.mysql.sql_values import literal, row_tuple
 from sparkcdc.mysql.statements import key_positions, writable_positions
 from sparkcdc.sink.base import Payload
 from sparkcdc.sink.mysql.config import MysqlSinkConfig
@@ -41,9 +42,20 @@ def pack(rows: Sequence[RowChange]) -> bytes:
     return pickle.dumps(packed, protocol=pickle.HIGHEST_PROTOCOL)
 
 
+class _RowsUnpickler(pickle.Unpickler):
+    """Reads what :func:`pack` and :func:`pack_rendered` write and nothing else: a payload the redo log's storage gives back cannot name any
+    other class (so cannot run code)."""
+
+    def find_class(self, module: str, name: str) -> Any:
+        if (module, name) not in (("sparkcdc.model.events", "RowOp"), ("decimal", "Decimal")):
+            raise pickle.UnpicklingError(f"{module}.{name} is no part of a row payload")
+        return super().find_class(module, name)
+
+
 def unpack(data: bytes, table: TableInfo) -> list[RowChange] | list[RenderedRow]:
-    """The rows of a payload: RowChanges (``pack``) or rows the native kernel rendered (``pack_rendered``)."""
-    obj = pickle.loads(data)
+    """The rows of a payload: RowChanges (``pack``) or rows the native kernel rendered (``pack_rendered``). Raises
+    pickle.UnpicklingError (and the like) for bytes neither wrote."""
+    obj = _RowsUnpickler(io.BytesIO(data)).load()
     if isinstance(obj, tuple) and obj[0] == _RENDERED:
         return [RenderedRow(ts, table, _OPS[op], _slot_set(mask), kb, ka, values)
                 for ts, op, mask, kb, ka, values in obj[1]]  # fmt: skip
