@@ -135,7 +135,7 @@ def run_consumer(opts: ConsumerOptions, source: Any, *, consumer: str, pause: fl
         now = time.monotonic()
         line = current[0].source.progress_line(current[0].stats)
         wait = _TTY_EVERY if tty else (_LOG_EVERY if line != shown[0] else _QUIET_EVERY)
-        if not force and now - last[0] < wait:
+        if (not force and now - last[0] < wait) or (force and line == shown[0]):
             return
         last[0], shown[0] = now, line
         click.echo(("\r" if tty else "") + line, err=True, nl=not tty)
