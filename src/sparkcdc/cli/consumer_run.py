@@ -120,7 +120,7 @@ def run_consumer(opts: ConsumerOptions, source: Any, *, consumer: str, pause: fl
     """Open the target of ``opts.downstream_uri`` for ``source`` and run the loop until the source is finished or
     SIGTERM/SIGINT; ``consumer`` names the target's positions (and the metrics), ``pause`` is the wait between
     polls; ``open_target`` opens the target from its ``TargetOptions`` instead of the registry. Prints the progress
-    line (rate-limited; a last one at the end). Raises SparkcdcError."""
+    line (rate-limited; a last one at the end once the source started). Raises SparkcdcError."""
     from sparkcdc.consumer import target as targets
     from sparkcdc.consumer.metrics import serve_metrics
     from sparkcdc.consumer.runner import Consumer
@@ -159,6 +159,7 @@ def run_consumer(opts: ConsumerOptions, source: Any, *, consumer: str, pause: fl
         runner.close()
         if stop_metrics is not None:
             stop_metrics()
-        show(force=True)
-        if tty and not opts.quiet:
-            click.echo("", err=True)
+        if runner.started:  # a source that never started (no cluster, no downstream) has nothing to say
+            show(force=True)
+            if tty and not opts.quiet:
+                click.echo("", err=True)

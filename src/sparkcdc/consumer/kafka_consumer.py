@@ -28,7 +28,6 @@ from sparkcdc.codec.base import Message
 from sparkcdc.consumer.kafka_client import Connection, connect, rewind
 from sparkcdc.consumer.kafka_order import ArrivalOrder, Order, PartitionOrder
 from sparkcdc.consumer.kafka_order import Step as OrderStep
-from sparkcdc.consumer.source import check_or_reset
 from sparkcdc.consumer.target import Target
 from sparkcdc.errors import ConfigError, CorruptDataError, DecodeError, KafkaError, SparkcdcError
 from sparkcdc.model.events import Event
@@ -133,11 +132,12 @@ class KafkaSource:
         fresh = self.start_over or not connection.committed
         if self.start_over:
             first = rewind(connection, self.topic)
-            what = f"the group {self.config.group_id} reads topic {self.topic} again from {first}"
-            check_or_reset(target, start_over=True, consumer=self.config.changefeed, what=what)
+            log.warning("--reset-checkpoints: the group %s reads topic %s again from %s; %d checkpoints of %r "
+                        "forgotten", self.config.group_id, self.topic, first, target.reset_checkpoints(),
+                        self.config.changefeed)  # fmt: skip
             self.start_over = False  # done: a retry resumes from what this run commits
         else:
-            check_or_reset(target, start_over=False, consumer=self.config.changefeed, what="")
+            target.check_start()
         partitions, committed = connection.partitions, connection.committed
         self._mid_stream = fresh and self.config.source.protocol == "simple"
         self._decoders = {p: self.config.decoder(mid_stream=self._mid_stream) for p in partitions}

@@ -32,6 +32,7 @@ class Consumer:
     def __init__(self, source: Source, target: Target) -> None:
         self.source = source
         self.target = target
+        self.started = False  # whether the source ever started (connected, checked the target)
         self._started = False
 
     @property
@@ -42,7 +43,7 @@ class Consumer:
         """Start the source if it is not, then apply what it has now. Returns whether it had any step."""
         if not self._started:
             self.source.start(self.target)
-            self._started = True
+            self._started = self.started = True
         applied = False
         for step in self.source.steps(self.target):
             self.target.apply(step)

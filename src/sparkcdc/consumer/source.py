@@ -7,15 +7,12 @@ may be retried. A new source is one module implementing :class:`Source` (and its
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Iterator
 from typing import Protocol
 
 from sparkcdc.consumer.target import Target
 from sparkcdc.errors import SparkcdcError
 from sparkcdc.model.steps import EngineStats, Step
-
-log = logging.getLogger(__name__)
 
 
 class Source(Protocol):
@@ -33,8 +30,8 @@ class Source(Protocol):
         ...
 
     def start(self, target: Target) -> None:
-        """Connect and decide where to resume; then the target's start check, or forget its positions when asked
-        to start over (:func:`check_or_reset`). Called again after :meth:`close` when the loop retries."""
+        """Connect and decide where to resume; then the target's start check (:meth:`Target.check_start`), or
+        forget its positions when asked to start over. Called again after :meth:`close` when the loop retries."""
         ...
 
     def steps(self, target: Target) -> Iterator[Step]:
@@ -52,13 +49,3 @@ class Source(Protocol):
         ...
 
     def close(self) -> None: ...
-
-
-def check_or_reset(target: Target, *, start_over: bool, consumer: str, what: str) -> None:
-    """``--reset-checkpoints``: forget the target's positions (``what`` says what is read again); otherwise refuse
-    positions the downstream lost (:meth:`Target.check_start`)."""
-    if start_over:
-        log.warning("--reset-checkpoints: %d checkpoints of %r forgotten; %s", target.reset_checkpoints(), consumer,
-                    what)  # fmt: skip
-    else:
-        target.check_start()

@@ -27,7 +27,6 @@ import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 
-from sparkcdc.consumer.source import check_or_reset
 from sparkcdc.consumer.storage_reader import FileReader, ReaderConfig, SchemaEntry, Snapshot, StreamKey, scan
 from sparkcdc.consumer.table_def import create_database_sql, create_table_sql
 from sparkcdc.consumer.target import Target
@@ -74,9 +73,12 @@ class StorageSource:
 
     def start(self, target: Target) -> None:
         """The target's start check (``downstream_guard``) once, or forget its positions (start over)."""
-        check_or_reset(target, start_over=self.start_over, consumer=self.consumer,
-                       what="the tree is applied from its beginning")  # fmt: skip
-        self.start_over = False
+        if self.start_over:
+            log.warning("--reset-checkpoints: %d checkpoints of %r forgotten; the tree is applied from its beginning",
+                        target.reset_checkpoints(), self.consumer)  # fmt: skip
+            self.start_over = False
+        else:
+            target.check_start()
 
     def close(self) -> None:
         pass
