@@ -54,8 +54,10 @@ class RedoSource:
         return error.retryable
 
     def start(self, target: Target) -> None:
-        """Check every file before anything is applied (and copy remote ones into the tmp dir)."""
+        """Check every file before anything is applied (and copy remote ones into the tmp dir); then where the
+        downstream stands (again after a retry: a failed step may have committed some of its streams)."""
         self._staged = stage(self.storage, self.log, self.tmp_dir)
+        target.reload()
 
     def close(self) -> None:
         pass

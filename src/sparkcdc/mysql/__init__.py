@@ -1,2 +1,2 @@
-"""MySQL-compatible downstreams: connection targets, idempotent statements and the transactional applier, shared by
-the consumers and the MySQL sink."""
+"""MySQL-compatible downstreams: connection targets, idempotent statements, the transactional applier and the apply
+engine over it, shared by the consumers (their MySQL target) and the MySQL sink (its writer)."""
