@@ -221,9 +221,10 @@ class Bench:
             cur.execute("SELECT CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS UNSIGNED)")
             return tso.compose(int(cur.fetchone()[0]) + 1)
 
-    def feed_spec(self, name: str, db: str, sink_uri: str | None = None) -> tuple[FeedSpec, Path]:
+    def feed_spec(self, name: str, db: str, sink_uri: str | None = None,
+                  config: dict[str, Any] | None = None) -> tuple[FeedSpec, Path]:  # fmt: skip
         """A changefeed spec on ``db``.* starting now, and its sink directory; the sink is ``sink_uri`` if given,
-        else the storage sink (canal-json files) in that directory."""
+        else the storage sink (canal-json files) in that directory; ``config`` adds changefeed TOML tables."""
         sink = self.work / f"sink-{name}"
         start = self.now_tso()
         while self._resolved() < start:
@@ -231,7 +232,8 @@ class Bench:
         spec = FeedSpec(changefeed=f"bench/{name}", capture_dir=str(self.capture), state_dir=str(self.work / name),
                         sink_uri=sink_uri or f"file://{sink}?protocol=canal-json&worker-count={self.args.tables}"
                         "&flush-interval=2s&file-size=67108864",
-                        config={"filter": {"rules": [f"{db}.*"]}}, start_ts=start, sink_start_ts=start)  # fmt: skip
+                        config={"filter": {"rules": [f"{db}.*"]}, **(config or {})}, start_ts=start,
+                        sink_start_ts=start)  # fmt: skip
         return spec, sink
 
     def run_feed(self, spark: Any, name: str, db: str, fn: Any, sink_uri: str | None = None,
@@ -274,13 +276,15 @@ class Bench:
         return result
 
     def catch_up(
-        self, spark: Any, db: str, sink_uri: str | None = None, checkpoint: CheckpointReader = metadata_checkpoint
+        self, spark: Any, db: str, sink_uri: str | None = None, checkpoint: CheckpointReader = metadata_checkpoint,
+        config: dict[str, Any] | None = None,
     ) -> float:
         """Rows/s of the same workload as a backlog: committed and in the relay log while the changefeed is
         stopped, then the query restarted (warm session) and timed until the checkpoint covers it. The sink is
-        ``sink_uri`` (default: the storage sink), its checkpoint read by ``checkpoint``."""
+        ``sink_uri`` (default: the storage sink), its checkpoint read by ``checkpoint``; ``config`` adds changefeed
+        TOML tables."""
         self.create_tables(db)
-        spec, sink = self.feed_spec(db, db, sink_uri)
+        spec, sink = self.feed_spec(db, db, sink_uri, config)
         log = CheckpointLog(checkpoint(spec, sink))
         try:
             query = start_query(spark, spec)

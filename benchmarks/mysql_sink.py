@@ -21,6 +21,14 @@ Reports, in one run (generated input, same machine, one Spark session, both serv
   multi-row INSERTs) in transactions of ``--txn-rows`` rows, into fresh tables of the same downstream: one
   connection, no checkpoint rows, the plain client doing what the sink's statements do. Both baselines are checked
   against the upstream like the sink, and run after it (on the warmer server: conservative for the sink);
+* the same catch-up with ``[consistent] level = "eventual"`` (the redo log on ``file://`` under the run's temp
+  dir, default settings) on a fresh database, checked the same way: its rows/s as a ratio to the run without (target
+  >= 0.8x): what writing every batch to the redo log before applying it costs. Which of the two runs first
+  alternates from round to round (a session's first catch-up is slower): use ``--rounds`` >= 2;
+* ``cdc redo apply``'s rows/s (its source and target in this process: the redo log read and checked, then applied as
+  the sink applies it, ``--workers 16``) against the LOAD DATA figure above, on the same final rows: a redo log of
+  them as the sink writes it (one file per ``--txn-rows`` transactions, INSERTs, table definitions from the
+  capture's schema history) applied into fresh tables, checked against the upstream;
 * commit-to-downstream latency at moderate load, the changefeed running (after the rounds, same session): a writer
   thread commits ``--live-tps`` transactions per second upstream for ``--live-seconds``, each inserting one row whose
   payload is ``UNIX_TIMESTAMP(NOW(6))`` taken inside the transaction (so the commit's own duration counts as
@@ -44,6 +52,7 @@ import sys
 import tempfile
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -51,6 +60,7 @@ from changefeed import TABLE_COLUMNS, Bench, CheckpointLog, progress_checkpoint
 from consumer import load_data
 from sparkcdc.consumer.check import checksum_sql
 from sparkcdc.devtools.mariadb import MariaDB
+from sparkcdc.model import tso
 from sparkcdc.mysql.target import MysqlTarget
 from sparkcdc.pipeline.query import build_session
 from sparkcdc.sink.mysql.config import MysqlSinkConfig
@@ -131,13 +141,83 @@ def writer_tasks(db: str, tables: int, writers: int) -> int:
     return len({table_route(db, f"t{i}") % writers for i in range(tables)})
 
 
+def write_redo_log(bench: Bench, rows: dict[str, list[tuple[Any, ...]]], db: str, copy: str, storage: str) -> int:
+    """A redo log of ``rows`` (``db``'s final rows) as INSERTs into ``copy``, as the sink writes one: a file per
+    ``--txn-rows`` transactions of each table in turn; returns the rows in it."""
+    from sparkcdc.capture.schema_history import SchemaHistory
+    from sparkcdc.changefeed.consistent import ConsistentConfig
+    from sparkcdc.model import RowChange, RowOp
+    from sparkcdc.redo.meta import RedoMeta
+    from sparkcdc.redo.names import LogName, file_key, meta_name
+    from sparkcdc.redo.writer import ChunkLog, storage_of
+    from sparkcdc.sink.mysql.encoder import pack
+
+    config = ConsistentConfig.from_toml({"level": "eventual", "storage": storage})
+    store = storage_of(config)
+    history = SchemaHistory.load(bench.capture)
+    infos = {t: replace(history.table_info_at(db, t, 1 << 62), schema=copy) for t in rows}  # type: ignore[type-var]
+    per, key, ts, n = bench.args.txn_rows, file_key("bench/redo"), tso.compose(1_700_000_000_000), 0
+    chunks = [(t, r[i : i + per]) for i in range(0, max(len(r) for r in rows.values()), per)
+              for t, r in sorted(rows.items()) if r[i : i + per]]  # fmt: skip
+    store.write(meta_name(key), RedoMeta("bench/redo", ts, ts).to_json())
+    for i, (t, chunk) in enumerate(chunks):
+        begin, ts = ts, ts + 1
+        log = ChunkLog(store, config, LogName(key, begin, ts, 0, 1))
+        changes = [RowChange(ts, infos[t], RowOp.INSERT, None, tuple(_value(v) for v in row)) for row in chunk]
+        log.add_rows(ts, i, infos[t], infos[t].table_id, len(changes), pack(changes))
+        log.close()
+        n += len(changes)
+    return n
+
+
+def _value(v: Any) -> Any:
+    """A value read back with pymysql as the capture carries it (DATETIME as its text)."""
+    return v.strftime("%Y-%m-%d %H:%M:%S") if hasattr(v, "strftime") else v
+
+
+def run_redo_apply(downstream: MysqlTarget, storage: str, tmp: Path) -> float:
+    """Seconds ``cdc redo apply`` takes (source and target in this process, 16 workers)."""
+    from sparkcdc.changefeed.consistent import storage_uri
+    from sparkcdc.consumer.redo_source import RedoSource
+    from sparkcdc.consumer.runner import Consumer
+    from sparkcdc.mysql.engine import ApplyEngine
+    from sparkcdc.sink.mysql.session import CHECKPOINT_SCHEMA
+    from sparkcdc.storage.external import ExternalStorage
+
+    started = time.perf_counter()
+    source = RedoSource(ExternalStorage.from_uri(storage_uri(storage)), tmp)
+    consumer = Consumer(source, ApplyEngine(downstream, changefeed=source.log.changefeed, workers=16,
+                                            checkpoint_schema=CHECKPOINT_SCHEMA))  # fmt: skip
+    try:
+        consumer.run_once()
+    finally:
+        consumer.close()
+    if not source.finished:
+        raise RuntimeError("redo apply did not finish")
+    return time.perf_counter() - started
+
+
 def run_round(bench: Bench, spark: Any, downstream: MysqlTarget, uri: str, r: int, work: Path) -> dict[str, Any]:
-    """One catch-up of the sink on a fresh database, then both baselines on its final rows."""
+    """One catch-up of the sink on a fresh database, then the same with a redo log, then the baselines and the redo
+    apply on its final rows."""
     args = bench.args
     db = f"mysql_r{r}"
     create_tables(downstream, db, args.tables)
-    rate = bench.catch_up(spark, db, uri, progress_checkpoint)
+    create_tables(downstream, f"{db}_ev", args.tables)
+    consistent = {"consistent": {"level": "eventual", "storage": f"file://{work}/redo-{db}"}}
+
+    def without() -> float:
+        return bench.catch_up(spark, db, uri, progress_checkpoint)
+
+    def with_redo() -> float:
+        return bench.catch_up(spark, f"{db}_ev", uri, progress_checkpoint, config=consistent)
+
+    if r % 2:  # which goes first alternates: a session's first catch-up is the slower one
+        eventual, rate = with_redo(), without()
+    else:
+        rate, eventual = without(), with_redo()
     verify(bench.conn, downstream, db, db, "mysql sink", args.tables)
+    verify(bench.conn, downstream, f"{db}_ev", f"{db}_ev", "mysql sink with a redo log", args.tables)
     rows = read_rows(bench.conn, db, args.tables)
     count = sum(len(v) for v in rows.values())
     if count != args.rows:
@@ -148,9 +228,14 @@ def run_round(bench: Bench, spark: Any, downstream: MysqlTarget, uri: str, r: in
     create_tables(downstream, f"{db}_many", args.tables)
     many = count / run_executemany(downstream, rows, f"{db}_many", args.txn_rows)
     verify(bench.conn, downstream, db, f"{db}_many", "executemany", args.tables)
+    create_tables(downstream, f"{db}_redo", args.tables)
+    redo_uri = f"file://{work}/redo-apply-{db}"
+    logged = write_redo_log(bench, rows, db, f"{db}_redo", redo_uri)
+    apply = logged / run_redo_apply(downstream, redo_uri, work / "redo-tmp")
+    verify(bench.conn, downstream, db, f"{db}_redo", "redo apply", args.tables)
     writers = min(MysqlSinkConfig.from_uri(uri).worker_count, spark.sparkContext.defaultParallelism)
     routed = f"{writer_tasks(db, args.tables, writers)} of {writers}"
-    return {"rate": rate, "load": load, "many": many, "writers": routed}
+    return {"rate": rate, "eventual": eventual, "load": load, "many": many, "apply": apply, "writers": routed}
 
 
 def live_latency(bench: Bench, spark: Any, downstream: MysqlTarget, uri: str) -> list[float]:
@@ -256,8 +341,9 @@ def main() -> int:
                 got = run_round(bench, spark, downstream, uri, r, Path(tmp))
                 results.append(got)
                 print(f"round {r + 1}: mysql sink catch-up {got['rate']:,.0f} rows/s (tables on {got['writers']} "
-                      f"writer tasks); LOAD DATA {got['load']:,.0f} rows/s; executemany {got['many']:,.0f} rows/s; "
-                      "downstream equals upstream for all three", flush=True)  # fmt: skip
+                      f"writer tasks), with a redo log {got['eventual']:,.0f} rows/s; LOAD DATA {got['load']:,.0f} "
+                      f"rows/s; executemany {got['many']:,.0f} rows/s; redo apply {got['apply']:,.0f} rows/s; "
+                      "downstream equals upstream for all five", flush=True)  # fmt: skip
             if args.live_seconds > 0:
                 latencies = live_latency(bench, spark, downstream, uri)
         finally:
@@ -274,6 +360,11 @@ def main() -> int:
           f"({statistics.median(x['load'] for x in results):,.0f} rows/s) {vs_load:.2f}x (target >= 0.5x); "
           f"ratio to pymysql executemany ({statistics.median(x['many'] for x in results):,.0f} rows/s) "
           f"{vs_many:.2f}x", flush=True)  # fmt: skip
+    print(f"mysql sink with [consistent] level = \"eventual\" (redo log on file://): "
+          f"{statistics.median(x['eventual'] for x in results):,.0f} rows/s; ratio to level none "
+          f"{statistics.median(x['eventual'] / x['rate'] for x in results):.2f}x (target >= 0.8x)", flush=True)
+    print(f"cdc redo apply: {statistics.median(x['apply'] for x in results):,.0f} rows/s; ratio to LOAD DATA "
+          f"{statistics.median(x['apply'] / x['load'] for x in results):.2f}x", flush=True)
     if latencies:
         p50, p99 = percentile(latencies, 0.5), percentile(latencies, 0.99)
         print(f"latency upstream commit -> row visible downstream ({args.live_tps:g} txn/s for "
