@@ -20,11 +20,11 @@ from pathlib import Path
 from sparkcdc.consumer.target import Target
 from sparkcdc.errors import CorruptDataError, SparkcdcError
 from sparkcdc.model import RowChange
-from sparkcdc.model.steps import DdlStep, EngineStats, RowsStep, Step
+from sparkcdc.model.steps import AppliedRow, DdlStep, EngineStats, RenderedRow, RowsStep, Step
 from sparkcdc.redo.log_file import DdlRecord, RowsRecord
 from sparkcdc.redo.reader import RedoLog, Staged, stage
 from sparkcdc.sink.mysql.conflict import plan_steps
-from sparkcdc.sink.mysql.encoder import unpack
+from sparkcdc.sink.mysql.encoder import as_rendered, unpack
 from sparkcdc.storage.external import ExternalStorage
 
 log = logging.getLogger(__name__)
@@ -68,7 +68,7 @@ class RedoSource:
                 f"resolved-ts={self.log.resolved_ts}")  # fmt: skip
 
     def steps(self, target: Target) -> Iterator[Step]:
-        rows: list[RowChange] = []
+        rows: list[AppliedRow] = []
         for staged in self._staged:
             name = staged.name.format()
             for record in staged.read():
@@ -86,14 +86,14 @@ class RedoSource:
         self.finished = True
         log.info("redo log of %s applied up to its resolved ts %d", self.log.changefeed, self.log.resolved_ts)
 
-    def _rows(self, rows: list[RowChange], upto: int) -> Iterator[Step]:
+    def _rows(self, rows: list[AppliedRow], upto: int) -> Iterator[Step]:
         if not rows:
             yield RowsStep({}, upto)
             return
-        yield from plan_steps(rows, upto, self.batch_rows)
+        yield from plan_steps(as_rendered(rows), upto, self.batch_rows)
 
 
-def _rows_of(record: RowsRecord, name: str) -> list[RowChange]:
+def _rows_of(record: RowsRecord, name: str) -> list[RowChange] | list[RenderedRow]:
     try:
         rows = unpack(record.payload, record.table)
     except (pickle.UnpicklingError, ValueError, TypeError, EOFError) as e:

@@ -21,7 +21,7 @@ from typing import Any
 
 from sparkcdc.errors import ConfigError, SparkcdcError
 from sparkcdc.filter.system_schemas import CONSUMER_SCHEMA
-from sparkcdc.model import DDLAction, RowChange
+from sparkcdc.model import DDLAction
 from sparkcdc.model.steps import AppliedRow, Checkpoint
 from sparkcdc.mysql.statements import BatchPlan, plan_batch
 from sparkcdc.mysql.target import (

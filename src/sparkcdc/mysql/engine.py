@@ -24,7 +24,7 @@ from concurrent.futures import ThreadPoolExecutor
 
 from sparkcdc.errors import SparkcdcError
 from sparkcdc.filter.system_schemas import CONSUMER_SCHEMA
-from sparkcdc.model import DDLAction, RowChange
+from sparkcdc.model import DDLAction
 from sparkcdc.model.steps import (
     DDL_PARTITION,
     ORDERED_PARTITION,

@@ -43,8 +43,8 @@ def pack(rows: Sequence[RowChange]) -> bytes:
 
 
 class _RowsUnpickler(pickle.Unpickler):
-    """Reads what :func:`pack` and :func:`pack_rendered` write and nothing else: a payload the redo log's storage gives back cannot name any
-    other class (so cannot run code)."""
+    """Reads what :func:`pack` and :func:`pack_rendered` write and nothing else: a payload the redo log's storage
+    gives back cannot name any other class (so cannot run code)."""
 
     def find_class(self, module: str, name: str) -> Any:
         if (module, name) not in (("sparkcdc.model.events", "RowOp"), ("decimal", "Decimal")):
