@@ -1,0 +1,492 @@
+"""Peers side by side: Debezium and a sparkcdc changefeed capture the same MariaDB workload into the same Kafka broker.
+
+    benchmarks/peers_setup.sh        # once: Debezium 3.6.1.Final and our driver, with Maven, into .cache/peers
+    .venv/bin/python benchmarks/peers.py [--rows 1000000] [--tables 4] [--txn-rows 1000] [--rounds 3]
+                                         [--master 'local[2]'] [--protocol canal-json] [--broker HOST:PORT]
+                                         [--warm-rows 20000] [--timeout 1800]
+
+What runs, in one process run on one private MariaDB (``sparkcdc.devtools.mariadb``) and one broker (a private
+tansu, ``sparkcdc.devtools.kafka``, unless ``--broker`` names one), both sides as they would be deployed:
+
+* **Debezium**: its MySQL connector (3.6.1.Final) in the embedded engine, in a JVM of its own, driven by
+  ``benchmarks/peers/.../DebeziumKafka.java``, which sends every change event to Kafka as Debezium Server's Kafka
+  sink does (a batch sent asynchronously, every send acknowledged before the batch's offsets are committed;
+  ``acks=all``, idempotent, the client's defaults otherwise). JSON without embedded schemas (the smaller
+  messages), DECIMAL as strings, no tombstones, no schema-change topic; one topic per table. Debezium 3.6 takes
+  MariaDB 10.11 for a MySQL >= 8.4 and asks it ``SHOW BINARY LOG STATUS``; the driver's JDBC shim
+  (``MariaDbDriver``) answers with ``SHOW MASTER STATUS`` (Debezium's MariaDB connector is not on Maven Central).
+* **sparkcdc**: ``cdc server`` (``--master``) with one changefeed to a Kafka sink (``--protocol``, canal-json or
+  simple; one topic of 3 partitions): the server's binlog capture, relay log and Spark pipeline.
+
+Both are registered first (each started once, a ``--warm-rows`` load replicated by both, then both stopped), so
+each knows where it is in the binlog. Each round then commits ``--rows`` rows over ``--tables`` tables of
+``benchmarks/changefeed.py``'s mixed-type columns (BIGINT key, INT, VARCHAR, DECIMAL, DATETIME) in INSERT ...
+SELECT transactions of ``--txn-rows``, into a database of its own, while both sides are stopped: a catch-up from
+the binlog. Then each side in turn (the order alternates by round) is started as a fresh process and timed until
+every row of the round is in Kafka, then stopped. The events are counted by consuming the topics (a consumer
+thread of this process, beside both sides alike): a side is done when it delivered one message per row of the
+round's database; the message timestamps (set by each side's producer) date the first and the last one.
+
+Printed per side: *start-up* (process start -> first event in Kafka), *steady* events/s (first -> last event:
+the throughput once running), *end to end* events/s (process start -> last event), the CPU seconds of the side's
+process tree and of MariaDB while it ran, and where the side's CPU went (by process and thread). The last line,
+with the median of each side's steady throughput over the rounds, is ``sparkcdc <N.NN>x Debezium (<sparkcdc
+rows/s> vs <Debezium rows/s>)``. Target (issue 27): sparkcdc >= 5x.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import re
+import signal
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections import Counter
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from changefeed import TABLE_COLUMNS, _tree_stats, tree_cpu_seconds
+from sparkcdc.devtools.kafka import KafkaBroker
+from sparkcdc.devtools.mariadb import CDC_PASSWORD, CDC_USER, MariaDB
+from sparkcdc.devtools.quickstart import CDC, _env, _Server
+
+ROOT = Path(__file__).resolve().parent.parent
+PEERS = ROOT / ".cache" / "peers"
+DEBEZIUM = "3.6.1.Final"
+PARTITIONS = 3
+_QUIET = {"log_level": 3}
+# A row message of either sparkcdc protocol (canal-json, simple): its database and its type.
+_DATABASE = re.compile(rb'"database":"([^"]*)"')
+_ROW_TYPE = re.compile(rb'"type":"(?:INSERT|UPDATE|DELETE)"')
+
+
+@dataclass
+class Delivered:
+    """Row events of one side for one database seen in Kafka: how many, and the first and last message time."""
+
+    count: int = 0
+    first_ms: int = 0
+    last_ms: int = 0
+
+
+class TopicCounter:
+    """Consumes every topic of both sides from the beginning (assign, no group: new topics are picked up from the
+    metadata every 0.5 s) and counts row events per (side, database). Debezium's topics are ``<prefix>.<db>.<table>``
+    with one message per row event; sparkcdc's one topic also carries DDL (and, for simple, watermark and
+    bootstrap) messages, which are not counted."""
+
+    def __init__(self, bootstrap: str, dbz_prefix: str, cdc_topic: str) -> None:
+        self.bootstrap = bootstrap
+        self.dbz_prefix = dbz_prefix + "."
+        self.cdc_topic = cdc_topic
+        self.seen: dict[tuple[str, str], Delivered] = {}
+        self.probes = 0  # rows committed into peers_probe.t0 so far (start_up)
+        self.lock = threading.Lock()
+        self.stop = threading.Event()
+        self.error: BaseException | None = None
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _run(self) -> None:
+        from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+        consumer = Consumer({"bootstrap.servers": self.bootstrap, "group.id": "peers-counter",
+                             "enable.auto.commit": False, "fetch.max.bytes": 64 << 20, **_QUIET})  # fmt: skip
+        assigned: set[str] = set()
+        next_refresh = 0.0
+        try:
+            while not self.stop.is_set():
+                if time.monotonic() >= next_refresh:
+                    topics = consumer.list_topics(timeout=10).topics
+                    new = [t for t in topics if t not in assigned and self._side(t) is not None]
+                    parts = [TopicPartition(t, p, OFFSET_BEGINNING) for t in new for p in topics[t].partitions]
+                    if parts:
+                        consumer.incremental_assign(parts)
+                        assigned.update(new)
+                    next_refresh = time.monotonic() + 0.5
+                for m in consumer.consume(10_000, 0.2):
+                    if m.error() is not None:
+                        continue
+                    self._count(m.topic(), m.value(), m.timestamp()[1])
+        except BaseException as e:  # reported by wait()
+            self.error = e
+        finally:
+            consumer.close()
+
+    def _side(self, topic: str) -> str | None:
+        if topic.startswith(self.dbz_prefix):
+            return "debezium"
+        return "sparkcdc" if topic == self.cdc_topic else None
+
+    def _count(self, topic: str, value: bytes | None, ts_ms: int) -> None:
+        side = self._side(topic)
+        if side == "debezium":
+            db = topic[len(self.dbz_prefix) :].split(".", 1)[0]
+        else:
+            head = (value or b"")[:400]
+            found = _DATABASE.search(head)
+            if found is None or _ROW_TYPE.search(head) is None:
+                return
+            db = found.group(1).decode()
+        assert side is not None
+        with self.lock:
+            d = self.seen.setdefault((side, db), Delivered())
+            d.count += 1
+            d.first_ms = min(d.first_ms, ts_ms) if d.first_ms else ts_ms
+            d.last_ms = max(d.last_ms, ts_ms)
+
+    def get(self, side: str, db: str) -> Delivered:
+        with self.lock:
+            d = self.seen.get((side, db), Delivered())
+            return Delivered(d.count, d.first_ms, d.last_ms)
+
+    def wait(self, side: str, db: str, rows: int, timeout: float, alive: Any) -> Delivered:
+        """Until ``side`` delivered ``rows`` row events of ``db``; raises RuntimeError on a timeout, a dead
+        side (``alive()`` false) or a failed consumer."""
+        deadline = time.monotonic() + timeout
+        while (got := self.get(side, db)).count < rows:
+            if self.error is not None:
+                raise RuntimeError(f"counting consumer failed: {self.error}")
+            if not alive():
+                raise RuntimeError(f"{side} exited before delivering {rows} rows of {db} ({got.count} so far)")
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"{side} delivered {got.count} of {rows} rows of {db} in {timeout:.0f}s")
+            time.sleep(0.05)
+        return got
+
+    def close(self) -> None:
+        self.stop.set()
+        self.thread.join(30)
+
+
+def thread_cpu(root: int) -> Counter[str]:
+    """CPU seconds used so far by each thread of ``root``'s process tree, summed by ``process/thread`` name with
+    digits dropped (``java/kafka-producer-network-thread``, ``java/Executor task launch worker for task``)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    out: Counter[str] = Counter()
+    for pid, name, _fields in _tree_stats(root):
+        try:
+            tids = os.listdir(f"/proc/{pid}/task")
+        except OSError:
+            continue
+        for tid in tids:
+            try:
+                with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                    head, tail = f.read().rsplit(")", 1)
+            except OSError:
+                continue
+            fields = tail.split()
+            thread = re.sub(r"[\d.:-]+", "", head.split("(", 1)[-1]).strip() or "?"
+            out[f"{name}/{thread}"] += (int(fields[11]) + int(fields[12])) / tick
+    return out
+
+
+def signal_tree(root: int, sig: signal.Signals) -> None:
+    """Send ``sig`` to ``root`` and all its descendants (SIGSTOP/SIGCONT pause and resume a whole side: the cdc
+    server's Spark JVM and Python workers are its descendants)."""
+    for pid, _name, _fields in _tree_stats(root):
+        try:
+            os.kill(pid, sig)
+        except ProcessLookupError:
+            pass
+
+
+class Debezium:
+    """Debezium's MySQL connector in the embedded engine (``DebeziumKafka``), one JVM per start; its offsets
+    and schema history in files under ``work``, so a restart resumes where the last run stopped."""
+
+    name = "debezium"
+
+    def __init__(self, work: Path, db: MariaDB, bootstrap: str, prefix: str) -> None:
+        work.mkdir(parents=True, exist_ok=True)
+        self.work = work
+        self.log = work / "debezium.log"
+        self.out = work / "debezium.out"
+        self.proc: subprocess.Popen[bytes] | None = None
+        props = {
+            "name": "peers-debezium",
+            "connector.class": "io.debezium.connector.mysql.MySqlConnector",
+            "offset.storage": "org.apache.kafka.connect.storage.FileOffsetBackingStore",
+            "offset.storage.file.filename": str(work / "offsets.dat"),
+            "schema.history.internal": "io.debezium.storage.file.history.FileSchemaHistory",
+            "schema.history.internal.file.filename": str(work / "schema-history.dat"),
+            "database.hostname": "127.0.0.1",
+            "database.port": str(db.port),
+            "database.user": CDC_USER,
+            "database.password": CDC_PASSWORD,
+            "database.server.id": "24293",
+            "database.jdbc.driver": "sparkcdc.peers.MariaDbDriver",
+            "database.protocol": "jdbc:peers-mysql",
+            "topic.prefix": prefix,
+            "database.include.list": "peers_.*",
+            "snapshot.mode": "no_data",  # the first start records the binlog's end; later starts resume there
+            "include.schema.changes": "false",
+            "tombstones.on.delete": "false",
+            "decimal.handling.mode": "string",
+            "converter.schemas.enable": "false",
+            "key.converter.schemas.enable": "false",
+            "value.converter.schemas.enable": "false",
+            "producer.bootstrap.servers": bootstrap,
+        }
+        self.properties = work / "engine.properties"
+        self.properties.write_text("".join(f"{k}={v}\n" for k, v in props.items()))
+
+    def start(self) -> None:
+        classpath = f"{PEERS / 'target' / 'classes'}:{PEERS / 'lib'}/*"
+        with open(self.out, "ab") as out, open(self.log, "ab") as err:
+            self.proc = subprocess.Popen(["java", "-cp", classpath, "sparkcdc.peers.DebeziumKafka",
+                                          str(self.properties)],
+                                         stdout=out, stderr=err, start_new_session=True)  # fmt: skip
+
+    @property
+    def pid(self) -> int:
+        assert self.proc is not None
+        return self.proc.pid
+
+    def alive(self) -> bool:
+        return self.proc is not None and self.proc.poll() is None
+
+    def stop(self) -> None:
+        """SIGTERM: the engine stops and commits its offsets."""
+        if self.proc is None:
+            return
+        if self.proc.poll() is None:
+            signal_tree(self.proc.pid, signal.SIGCONT)  # a paused JVM would not see SIGTERM
+            self.proc.send_signal(signal.SIGTERM)
+            try:
+                self.proc.wait(120)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait(30)
+        self.proc = None
+
+
+class Sparkcdc:
+    """``cdc server`` (the quickstart's) with one Kafka changefeed on ``peers_*``; the same data dir on every
+    start, so the capture and the changefeed resume where the last run stopped."""
+
+    name = "sparkcdc"
+    changefeed = "peers"
+
+    def __init__(self, work: Path, db: MariaDB, bootstrap: str, topic: str, protocol: str, master: str) -> None:
+        work.mkdir(parents=True, exist_ok=True)
+        self.work = work
+        self.db_port = db.port or 0
+        self.master = master
+        self.sink = f"kafka://{bootstrap}/{topic}?protocol={protocol}&partition-num={PARTITIONS}"
+        self.server: _Server | None = None
+
+    def start(self) -> None:
+        self.server = _Server(self.work, self.db_port, self.master)
+
+    def create(self, timeout: float = 600) -> None:
+        """Wait for the API, create the changefeed and wait until its first checkpoint after start-ts."""
+        assert self.server is not None
+        self.server.wait_healthy()
+        config = self.work / "changefeed.toml"
+        config.write_text('[filter]\nrules = ["peers_*.*"]\n')
+        created = subprocess.run([CDC, "cli", "changefeed", "create", "--server", self.server.url, "--sink-uri",
+                                  self.sink, "--changefeed-id", self.changefeed, "--config", str(config)],
+                                 capture_output=True, text=True, env=_env(), timeout=120)  # fmt: skip
+        if created.returncode != 0:
+            raise RuntimeError(f"changefeed create failed: {created.stderr.strip() or created.stdout.strip()}")
+        start = self.checkpoint()
+        deadline = time.monotonic() + timeout
+        while self.checkpoint() <= start:
+            if not self.alive() or time.monotonic() > deadline:
+                raise RuntimeError(f"the changefeed did not advance; see {self.server.log}")
+            time.sleep(0.2)
+
+    def checkpoint(self) -> int:
+        import httpx
+
+        assert self.server is not None
+        r = httpx.get(f"{self.server.url}/api/v2/changefeeds/{self.changefeed}", timeout=10)
+        r.raise_for_status()
+        return int(r.json()["checkpoint_ts"])
+
+    @property
+    def pid(self) -> int:
+        assert self.server is not None
+        return self.server.proc.pid
+
+    def alive(self) -> bool:
+        return self.server is not None and self.server.proc.poll() is None
+
+    def stop(self) -> None:
+        if self.server is not None:
+            if self.alive():
+                signal_tree(self.pid, signal.SIGCONT)  # a paused server would not see SIGTERM
+            self.server.stop()
+            self.server = None
+
+
+Side = Debezium | Sparkcdc
+
+
+def start_up(side: Side, conn: Any, counter: TopicCounter, timeout: float) -> float:
+    """Start ``side`` (a fresh process) and commit a row into ``peers_probe.t0`` every second until it delivered
+    one; returns the seconds from the process start to that first event in Kafka. From then on the side reads the
+    binlog. (Debezium's first start takes a schema snapshot under a global read lock, which holds the probe's
+    INSERT back, and reads the binlog after it; its engine reports polling before that.)"""
+    t0 = time.time()
+    side.start()
+    if isinstance(side, Sparkcdc):
+        side.create(timeout)
+    deadline = time.monotonic() + timeout
+    with conn.cursor() as cur:
+        k = 0
+        while (got := counter.get(side.name, "peers_probe")).count == 0:
+            if not side.alive() or time.monotonic() > deadline:
+                raise RuntimeError(f"{side.name} did not start replicating in {timeout:.0f}s; see its log")
+            cur.execute(f"INSERT INTO peers_probe.t0 VALUES ({counter.probes + k}, 0, 'probe', 0, NOW())")
+            k += 1
+            time.sleep(1)
+    counter.probes += k
+    return got.first_ms / 1000 - t0
+
+
+def load(conn: Any, db: str, rows: int, tables: int, txn_rows: int) -> None:
+    """``rows`` rows over ``tables`` tables of ``db`` (created here) in INSERT ... SELECT transactions of
+    ``txn_rows`` rows, round-robin over the tables (``benchmarks/changefeed.py``'s workload)."""
+    with conn.cursor() as cur:
+        cur.execute(f"CREATE DATABASE {db}")
+        for i in range(tables):
+            cur.execute(f"CREATE TABLE {db}.t{i} ({TABLE_COLUMNS})")
+        for k in range(rows // txn_rows):
+            cur.execute(f"INSERT INTO {db}.t{k % tables} SELECT {k * txn_rows} + seq, seq % 1000, CONCAT('row-', "
+                        f"seq, '-', {k}), seq / 7, '2026-01-01 00:00:00' FROM {db}.seq_1_to_{txn_rows}")  # fmt: skip
+
+
+@dataclass
+class Run:
+    """One timed catch-up of one side."""
+
+    first: float  # resume -> first event of the backlog in Kafka, s
+    rate: float  # events/s from the resume to the last event
+    cpu: float  # CPU seconds of the side's process tree meanwhile
+    db_cpu: float  # CPU seconds of MariaDB meanwhile
+    threads: Counter[str]  # the side's CPU seconds meanwhile by process/thread
+
+
+def timed(side: Side, counter: TopicCounter, db: str, rows: int, timeout: float, mariadbd: int) -> Run:
+    """Resume the paused ``side`` and time it until every row of ``db``'s backlog is in Kafka; pause it again."""
+    db_before, cpu_before, threads_before = (tree_cpu_seconds(mariadbd, skip=""), tree_cpu_seconds(side.pid, skip=""),
+                                             thread_cpu(side.pid))  # fmt: skip
+    t0 = time.time()
+    signal_tree(side.pid, signal.SIGCONT)
+    try:
+        got = counter.wait(side.name, db, rows, timeout, side.alive)
+    finally:
+        signal_tree(side.pid, signal.SIGSTOP)
+    threads = thread_cpu(side.pid)
+    threads.subtract(threads_before)
+    return Run(first=got.first_ms / 1000 - t0, rate=rows / (got.last_ms / 1000 - t0),
+               cpu=tree_cpu_seconds(side.pid, skip="") - cpu_before,
+               db_cpu=tree_cpu_seconds(mariadbd, skip="") - db_before, threads=threads)  # fmt: skip
+
+
+def describe(run: Run, rows: int) -> str:
+    return (f"{run.rate:,.0f} events/s (first event after {run.first:.1f} s); CPU {run.cpu:.1f} s "
+            f"({run.cpu / rows * 1e6:.0f} us/event) + MariaDB {run.db_cpu:.1f} s")  # fmt: skip
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else "")
+    ap.add_argument("--rows", type=int, default=1_000_000, help="rows per round (one event each)")
+    ap.add_argument("--tables", type=int, default=4)
+    ap.add_argument("--txn-rows", type=int, default=1000)
+    ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--master", default="local[2]", help="cdc server --spark-master")
+    ap.add_argument("--protocol", default="canal-json", choices=["canal-json", "simple"], help="sparkcdc's codec")
+    ap.add_argument("--broker", default=None, metavar="HOST:PORT", help="a Kafka broker to use (default: a private "
+                    "tansu started for the run)")  # fmt: skip
+    ap.add_argument("--warm-rows", type=int, default=20_000, help="rows both sides replicate before the rounds")
+    ap.add_argument("--timeout", type=float, default=1800.0, help="seconds a side may take for one round")
+    args = ap.parse_args()
+    if not (PEERS / ".built").exists():
+        print(f"Error: Debezium is not set up in {PEERS}; run benchmarks/peers_setup.sh (Java 17 and Maven)",
+              file=sys.stderr)  # fmt: skip
+        return 1
+    signal.signal(signal.SIGTERM, lambda *_: sys.exit(1))  # stop what was started (the finally below)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    run_id = f"{os.getpid():x}"
+    runs: dict[str, list[Run]] = {"debezium": [], "sparkcdc": []}
+    with tempfile.TemporaryDirectory(prefix="sparkcdc-peers-") as tmp:
+        work = Path(tmp)
+        db = MariaDB(work / "mariadb").start()
+        broker = None if args.broker else KafkaBroker(work / "kafka").start()
+        bootstrap = args.broker or (broker.bootstrap if broker else "")
+        import pymysql  # type: ignore[import-untyped]
+
+        conn = pymysql.connect(**db.connect_kwargs("root", autocommit=True))
+        mariadbd = int(db.pid_file.read_text().strip())
+        dbz_prefix, cdc_topic = f"dbz{run_id}", f"peers-{run_id}"
+        counter = TopicCounter(bootstrap, dbz_prefix, cdc_topic)
+        sides: dict[str, Side] = {
+            "debezium": Debezium(work / "debezium", db, bootstrap, dbz_prefix),
+            "sparkcdc": Sparkcdc(work / "sparkcdc", db, bootstrap, cdc_topic, args.protocol, args.master),
+        }
+        try:
+            with conn.cursor() as cur:  # the start-up probe's table (start_up)
+                cur.execute("CREATE DATABASE peers_probe")
+                cur.execute(f"CREATE TABLE peers_probe.t0 ({TABLE_COLUMNS})")
+                cur.execute("SET GLOBAL net_write_timeout = 86400")  # a paused side must not lose its binlog dump
+            startup: dict[str, float] = {}
+            for s, side in sides.items():  # one at a time, the other paused
+                startup[s] = start_up(side, conn, counter, args.timeout)
+                signal_tree(side.pid, signal.SIGSTOP)
+                print(f"{s} started: {startup[s]:.1f} s from the process start to its first event in Kafka",
+                      flush=True)  # fmt: skip
+            for side in sides.values():
+                signal_tree(side.pid, signal.SIGCONT)
+            load(conn, "peers_warm", args.warm_rows, args.tables, args.txn_rows)
+            for side in sides.values():
+                counter.wait(side.name, "peers_warm", args.warm_rows, args.timeout, side.alive)
+                signal_tree(side.pid, signal.SIGSTOP)
+            print(f"both warmed ({args.warm_rows:,} rows) and paused; broker {bootstrap}"
+                  f"{' (tansu)' if broker else ''}", flush=True)  # fmt: skip
+            for r in range(args.rounds):
+                name = f"peers_r{r}"
+                load(conn, name, args.rows, args.tables, args.txn_rows)
+                order = list(sides) if r % 2 == 0 else list(reversed(sides))
+                for s in order:
+                    run = timed(sides[s], counter, name, args.rows, args.timeout, mariadbd)
+                    runs[s].append(run)
+                    print(f"round {r + 1} {s}: {describe(run, args.rows)}", flush=True)
+        finally:
+            for side in sides.values():
+                side.stop()
+            counter.close()
+            conn.close()
+            if broker is not None:
+                broker.stop()
+            db.stop()
+    print(f"{args.rows:,} rows per round ({args.tables} tables, {args.txn_rows} rows/txn) caught up from the "
+          f"binlog by a warm, paused side; median of {args.rounds} round(s); sparkcdc {args.master}, "
+          f"{args.protocol}")  # fmt: skip
+    labels = {"debezium": f"debezium {DEBEZIUM} (embedded engine, MySQL connector, JSON)",
+              "sparkcdc": f"sparkcdc (cdc server, Kafka sink {args.protocol})"}  # fmt: skip
+    rates = {}
+    for s, rs in runs.items():
+        rates[s] = statistics.median(x.rate for x in rs)
+        cpu = statistics.median(x.cpu for x in rs)
+        print(f"{labels[s]}: start-up {startup[s]:.1f} s; catch-up {rates[s]:,.0f} events/s, first event after "
+              f"{statistics.median(x.first for x in rs):.1f} s, CPU {cpu / args.rows * 1e6:.0f} us/event + MariaDB "
+              f"{statistics.median(x.db_cpu for x in rs) / args.rows * 1e6:.0f} us/event")  # fmt: skip
+        top = ", ".join(f"{k} {v:.1f}" for k, v in rs[-1].threads.most_common(8))
+        print(f"  CPU seconds by process/thread (last round): {top}", flush=True)
+    ratio = rates["sparkcdc"] / rates["debezium"]
+    print(f"sparkcdc {ratio:.2f}x Debezium ({rates['sparkcdc']:.0f} vs {rates['debezium']:.0f})")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
