@@ -18,20 +18,27 @@ tansu, ``sparkcdc.devtools.kafka``, unless ``--broker`` names one), both sides a
 * **sparkcdc**: ``cdc server`` (``--master``) with one changefeed to a Kafka sink (``--protocol``, canal-json or
   simple; one topic of 3 partitions): the server's binlog capture, relay log and Spark pipeline.
 
-Both are registered first (each started once, a ``--warm-rows`` load replicated by both, then both stopped), so
-each knows where it is in the binlog. Each round then commits ``--rows`` rows over ``--tables`` tables of
-``benchmarks/changefeed.py``'s mixed-type columns (BIGINT key, INT, VARCHAR, DECIMAL, DATETIME) in INSERT ...
-SELECT transactions of ``--txn-rows``, into a database of its own, while both sides are stopped: a catch-up from
-the binlog. Then each side in turn (the order alternates by round) is started as a fresh process and timed until
-every row of the round is in Kafka, then stopped. The events are counted by consuming the topics (a consumer
-thread of this process, beside both sides alike): a side is done when it delivered one message per row of the
-round's database; the message timestamps (set by each side's producer) date the first and the last one.
+Each side is started once, alone (the other paused), as a fresh process: its *start-up* is the time from the
+process start until its first event is in Kafka (rows are committed into ``peers_probe`` every second meanwhile;
+for sparkcdc this includes ``cdc cli changefeed create``, for Debezium its schema snapshot). Then both replicate a
+``--warm-rows`` load (JIT, Spark's first batches) and are paused (SIGSTOP of the whole process tree; MariaDB's
+``net_write_timeout`` is raised so the paused replica connections survive). Each round commits ``--rows`` rows
+over ``--tables`` tables of ``benchmarks/changefeed.py``'s mixed-type columns (BIGINT key, INT, VARCHAR, DECIMAL,
+DATETIME) in INSERT ... SELECT transactions of ``--txn-rows``, into a database of its own, while both are paused:
+a backlog in the binlog. Then each side in turn (the order alternates by round) is resumed alone and timed until
+every row of the round is in Kafka, and paused again: its *catch-up* events/s, from the resume to the last
+event. Pausing rather than restarting keeps both sides warm, and it is needed: Debezium's MySQL connector does not
+see MariaDB's transaction starts (MariaDB's GTID event stands for BEGIN), so the offset it commits at a stop keeps
+the row count of the last rows event and a restart skips that many rows of the next transaction (seen: 65 rows
+lost).
 
-Printed per side: *start-up* (process start -> first event in Kafka), *steady* events/s (first -> last event:
-the throughput once running), *end to end* events/s (process start -> last event), the CPU seconds of the side's
-process tree and of MariaDB while it ran, and where the side's CPU went (by process and thread). The last line,
-with the median of each side's steady throughput over the rounds, is ``sparkcdc <N.NN>x Debezium (<sparkcdc
-rows/s> vs <Debezium rows/s>)``. Target (issue 27): sparkcdc >= 5x.
+Events are counted by consuming the topics (a consumer thread of this process, beside both sides alike): a side
+is done when it delivered one message per row of the round's database; the message timestamps (set by each
+side's producer) date the first and the last. Printed per side and round: the catch-up events/s, when the first
+event arrived, the CPU seconds of the side's process tree and of MariaDB meanwhile; at the end the medians, and
+where each side's CPU went by process and thread (thread names as the kernel keeps them: 15 characters). The last
+line, with the median catch-up events/s of each side, is ``sparkcdc <N.NN>x Debezium (<sparkcdc rows/s> vs
+<Debezium rows/s>)``. Target (issue 27): sparkcdc >= 5x.
 """
 
 from __future__ import annotations
