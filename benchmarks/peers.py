@@ -35,10 +35,11 @@ lost).
 Events are counted by consuming the topics (a consumer thread of this process, beside both sides alike): a side
 is done when it delivered one message per row of the round's database; the message timestamps (set by each
 side's producer) date the first and the last. Printed per side and round: the catch-up events/s, when the first
-event arrived, the CPU seconds of the side's process tree and of MariaDB meanwhile; at the end the medians, and
-where each side's CPU went by process and thread (thread names as the kernel keeps them: 15 characters). The last
-line, with the median catch-up events/s of each side, is ``sparkcdc <N.NN>x Debezium (<sparkcdc rows/s> vs
-<Debezium rows/s>)``. Target (issue 27): sparkcdc >= 5x.
+event arrived (for sparkcdc also when its relay log held the whole backlog), the CPU seconds of the side's process
+tree (sampled every 0.2 s, so Spark's short-lived Python workers count) and of MariaDB meanwhile; at the end the
+medians, the ratio of CPU per event, and where each side's CPU went by process and thread (thread names as the
+kernel keeps them: 15 characters). The last line, with the median catch-up events/s of each side, is ``sparkcdc
+<N.NN>x Debezium (<sparkcdc rows/s> vs <Debezium rows/s>)``. Target (issue 27): sparkcdc >= 5x.
 """
 
 from __future__ import annotations
@@ -196,11 +197,40 @@ def thread_cpu(root: int) -> Counter[str]:
     return out
 
 
-def tree_cpu(root: int) -> float:
-    """CPU seconds of ``root``'s process tree so far, including descendants that have exited and been reaped
-    (their time is in their parent's ``cutime``/``cstime``: Spark may replace a Python worker mid-run)."""
-    tick = os.sysconf("SC_CLK_TCK")
-    return sum(sum(int(x) for x in f[11:15]) / tick for _pid, _name, f in _tree_stats(root))
+class TreeCpu:
+    """CPU seconds a process tree uses from now until :meth:`close`, sampled from /proc every 0.2 s by a thread.
+    Spark starts and ends Python workers mid-run, and an ended worker's time is lost unless its parent reaps it
+    (it often is not: the daemons' workers are not always waited for), so each process is counted from its samples:
+    at most the last 0.2 s of a process that ends is missed."""
+
+    def __init__(self, root: int) -> None:
+        self.root = root
+        self.names: dict[int, str] = {}
+        self.base = self._sample()
+        self.last = dict(self.base)
+        self.stop = threading.Event()
+        self.thread = threading.Thread(target=self._run, daemon=True)
+        self.thread.start()
+
+    def _sample(self) -> dict[int, float]:
+        tick = os.sysconf("SC_CLK_TCK")
+        stats = _tree_stats(self.root)
+        self.names.update((pid, name) for pid, name, _f in stats)
+        return {pid: (int(f[11]) + int(f[12])) / tick for pid, _name, f in stats}
+
+    def _run(self) -> None:
+        while not self.stop.wait(0.2):
+            self.last.update(self._sample())
+
+    def close(self) -> Counter[str]:
+        """CPU seconds by process name (``java``, ``python``: Spark's workers, ``cdc``: the server)."""
+        self.stop.set()
+        self.thread.join()
+        self.last.update(self._sample())
+        out: Counter[str] = Counter()
+        for pid, cpu in self.last.items():
+            out[self.names[pid]] += cpu - self.base.get(pid, 0.0)
+        return out
 
 
 def signal_tree(root: int, sig: signal.Signals) -> None:
@@ -389,7 +419,8 @@ class Run:
     rate: float  # events/s from the resume to the last event
     cpu: float  # CPU seconds of the side's process tree meanwhile
     db_cpu: float  # CPU seconds of MariaDB meanwhile
-    threads: Counter[str]  # the side's CPU seconds meanwhile by process/thread
+    processes: Counter[str]  # the side's CPU seconds meanwhile by process name
+    threads: Counter[str]  # the side's CPU seconds meanwhile by process/thread, threads alive at the end
     captured: float | None  # sparkcdc: resume -> the relay log holds the whole backlog, s
 
 
@@ -422,7 +453,7 @@ def timed(side: Side, counter: TopicCounter, db: str, rows: int, timeout: float,
           end: tuple[int, int]) -> Run:  # fmt: skip
     """Resume the paused ``side`` and time it until every row of ``db``'s backlog (which ends at binlog position
     ``end``) is in Kafka; pause it again."""
-    db_before, cpu_before, threads_before = tree_cpu(mariadbd), tree_cpu(side.pid), thread_cpu(side.pid)
+    db_cpu, side_cpu, threads_before = TreeCpu(mariadbd), TreeCpu(side.pid), thread_cpu(side.pid)
     done = threading.Event()
     t0 = time.time()
     captured = when_captured(side.capture, end, t0, done) if isinstance(side, Sparkcdc) else []
@@ -434,10 +465,10 @@ def timed(side: Side, counter: TopicCounter, db: str, rows: int, timeout: float,
         done.set()
     threads = thread_cpu(side.pid)
     threads.subtract(threads_before)
-    cpu = tree_cpu(side.pid) - cpu_before
-    threads["(threads and processes that ended)"] = cpu - sum(v for v in threads.values() if v > 0)
+    processes = side_cpu.close()
+    cpu = sum(processes.values())
     return Run(first=got.first_ms / 1000 - t0, rate=rows / (got.last_ms / 1000 - t0),
-               cpu=cpu, db_cpu=tree_cpu(mariadbd) - db_before, threads=threads,
+               cpu=cpu, db_cpu=sum(db_cpu.close().values()), processes=processes, threads=threads,
                captured=captured[0] if captured else None)  # fmt: skip
 
 
@@ -534,8 +565,10 @@ def main() -> int:
         print(f"{labels[s]}: start-up {startup[s]:.1f} s; catch-up {rates[s]:,.0f} events/s, first event after "
               f"{statistics.median(x.first for x in rs):.1f} s, CPU {cpu / args.rows * 1e6:.0f} us/event + MariaDB "
               f"{statistics.median(x.db_cpu for x in rs) / args.rows * 1e6:.0f} us/event")  # fmt: skip
-        top = ", ".join(f"{k} {v:.1f}" for k, v in rs[-1].threads.most_common(8))
-        print(f"  CPU seconds by process/thread (last round): {top}", flush=True)
+        procs = ", ".join(f"{k} {v:.1f}" for k, v in rs[-1].processes.most_common())
+        top = ", ".join(f"{k} {v:.1f}" for k, v in rs[-1].threads.most_common(6))
+        print(f"  CPU seconds of the last round by process: {procs}; by thread (those alive at its end): {top}",
+              flush=True)  # fmt: skip
     for s, n in extra.items():
         if n:  # at-least-once delivery after a retry: the rate counted the first --rows messages
             print(f"note: {s} delivered {n} events more than the rows it replicated (duplicates)")
