@@ -6,7 +6,8 @@
                                          [--warm-rows 20000] [--timeout 1800]
 
 What runs, in one process run on one private MariaDB (``sparkcdc.devtools.mariadb``) and one broker (a private
-tansu, ``sparkcdc.devtools.kafka``, unless ``--broker`` names one), both sides as they would be deployed:
+Apache Kafka 4.4, ``sparkcdc.devtools.apache_kafka``, its JVM with C2 and the G1 collector as a deployed broker
+runs, unless ``--broker`` names one), both sides as they would be deployed:
 
 * **Debezium**: its MySQL connector (3.6.1.Final) in the embedded engine, in a JVM of its own, driven by
   ``benchmarks/peers/.../DebeziumKafka.java``, which sends every change event to Kafka as Debezium Server's Kafka
@@ -55,13 +56,13 @@ import tempfile
 import threading
 import time
 from collections import Counter
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from changefeed import TABLE_COLUMNS, _tree_stats
 from sparkcdc.capture.position import file_seq
-from sparkcdc.devtools.kafka import KafkaBroker
+from sparkcdc.devtools.apache_kafka import KAFKA_VERSION, ApacheKafka
 from sparkcdc.devtools.mariadb import CDC_PASSWORD, CDC_USER, MariaDB
 from sparkcdc.devtools.quickstart import CDC, _env, _Server
 from sparkcdc.pipeline.runner import relay_progress
@@ -70,32 +71,60 @@ ROOT = Path(__file__).resolve().parent.parent
 PEERS = ROOT / ".cache" / "peers"
 DEBEZIUM = "3.6.1.Final"
 PARTITIONS = 3
+BROKER_JAVA_OPTS = "-Xms512m -Xmx1g -XX:+UseG1GC"
 _QUIET = {"log_level": 3}
-# A row message of either sparkcdc protocol (canal-json, simple): its database and its type.
+# A row message of either sparkcdc protocol (canal-json, simple): its database, its type and its row's key (the
+# first column of every table here, in the message's "data"); Debezium's key (schemas disabled) is {"id":N}.
 _DATABASE = re.compile(rb'"database":"([^"]*)"')
 _ROW_TYPE = re.compile(rb'"type":"(?:INSERT|UPDATE|DELETE)"')
+_CDC_ID = re.compile(rb'"data":\[?\{"id":"(\d+)"')
+_DBZ_ID = re.compile(rb'"id":(\d+)')
 
 
 @dataclass
 class Delivered:
-    """Row events of one side for one database seen in Kafka: how many, and the first and last message time."""
+    """Row events of one side for one database seen in Kafka: how many messages, how many distinct rows (by key),
+    and the first and last message time."""
 
     count: int = 0
+    distinct: int = 0
     first_ms: int = 0
     last_ms: int = 0
+
+    @property
+    def duplicates(self) -> int:
+        return self.count - self.distinct
+
+
+@dataclass
+class _Seen(Delivered):
+    """A :class:`Delivered` with the keys seen so far: one byte per key (the keys of a database are 0..rows)."""
+
+    keys: bytearray = field(default_factory=bytearray)
+
+    def add(self, key: int, ts_ms: int) -> None:
+        if key >= len(self.keys):
+            self.keys.extend(bytes(max(key + 1 - len(self.keys), len(self.keys))))
+        if not self.keys[key]:
+            self.keys[key] = 1
+            self.distinct += 1
+        self.count += 1
+        self.first_ms = min(self.first_ms, ts_ms) if self.first_ms else ts_ms
+        self.last_ms = max(self.last_ms, ts_ms)
 
 
 class TopicCounter:
     """Consumes every topic of both sides from the beginning (assign, no group: new topics are picked up from the
-    metadata every 0.5 s) and counts row events per (side, database). Debezium's topics are ``<prefix>.<db>.<table>``
-    with one message per row event; sparkcdc's one topic also carries DDL (and, for simple, watermark and
-    bootstrap) messages, which are not counted."""
+    metadata every 0.5 s) and counts row events and distinct rows (by key) per (side, database), so a side is done
+    only when every row arrived, and duplicates show. Debezium's topics are ``<prefix>.<db>.<table>`` with one
+    message per row event; sparkcdc's one topic also carries DDL (and, for simple, watermark and bootstrap)
+    messages, which are not counted."""
 
     def __init__(self, bootstrap: str, dbz_prefix: str, cdc_topic: str) -> None:
         self.bootstrap = bootstrap
         self.dbz_prefix = dbz_prefix + "."
         self.cdc_topic = cdc_topic
-        self.seen: dict[tuple[str, str], Delivered] = {}
+        self.seen: dict[tuple[str, str], _Seen] = {}
         self.probes = 0  # rows committed into peers_probe.t0 so far (start_up)
         self.lock = threading.Lock()
         self.stop = threading.Event()
@@ -123,7 +152,7 @@ class TopicCounter:
                 for m in consumer.consume(10_000, 0.2):
                     if m.error() is not None:
                         continue
-                    self._count(m.topic(), m.value(), m.timestamp()[1])
+                    self._count(m.topic(), m.key(), m.value(), m.timestamp()[1])
         except BaseException as e:  # reported by wait()
             self.error = e
         finally:
@@ -134,39 +163,40 @@ class TopicCounter:
             return "debezium"
         return "sparkcdc" if topic == self.cdc_topic else None
 
-    def _count(self, topic: str, value: bytes | None, ts_ms: int) -> None:
+    def _count(self, topic: str, key: bytes | None, value: bytes | None, ts_ms: int) -> None:
         side = self._side(topic)
         if side == "debezium":
             db = topic[len(self.dbz_prefix) :].split(".", 1)[0]
+            found = _DBZ_ID.search(key or b"")
         else:
-            head = (value or b"")[:400]
-            found = _DATABASE.search(head)
-            if found is None or _ROW_TYPE.search(head) is None:
+            value = value or b""
+            head = value[:400]
+            in_db = _DATABASE.search(head)
+            if in_db is None or _ROW_TYPE.search(head) is None:
                 return
-            db = found.group(1).decode()
-        assert side is not None
+            db = in_db.group(1).decode()
+            found = _CDC_ID.search(value, value.find(b'"data":'))
+        if side is None or found is None:
+            raise ValueError(f"no row key in a message of {topic}: {(value or b'')[:200]!r}")
         with self.lock:
-            d = self.seen.setdefault((side, db), Delivered())
-            d.count += 1
-            d.first_ms = min(d.first_ms, ts_ms) if d.first_ms else ts_ms
-            d.last_ms = max(d.last_ms, ts_ms)
+            self.seen.setdefault((side, db), _Seen()).add(int(found.group(1)), ts_ms)
 
     def get(self, side: str, db: str) -> Delivered:
         with self.lock:
-            d = self.seen.get((side, db), Delivered())
-            return Delivered(d.count, d.first_ms, d.last_ms)
+            d = self.seen.get((side, db), _Seen())
+            return Delivered(d.count, d.distinct, d.first_ms, d.last_ms)
 
     def wait(self, side: str, db: str, rows: int, timeout: float, alive: Any) -> Delivered:
-        """Until ``side`` delivered ``rows`` row events of ``db``; raises RuntimeError on a timeout, a dead
-        side (``alive()`` false) or a failed consumer."""
+        """Until ``side`` delivered all ``rows`` rows (distinct keys) of ``db``; raises RuntimeError on a timeout,
+        a dead side (``alive()`` false) or a failed consumer."""
         deadline = time.monotonic() + timeout
-        while (got := self.get(side, db)).count < rows:
+        while (got := self.get(side, db)).distinct < rows:
             if self.error is not None:
                 raise RuntimeError(f"counting consumer failed: {self.error}")
             if not alive():
-                raise RuntimeError(f"{side} exited before delivering {rows} rows of {db} ({got.count} so far)")
+                raise RuntimeError(f"{side} exited before delivering {rows} rows of {db} ({got.distinct} so far)")
             if time.monotonic() > deadline:
-                raise RuntimeError(f"{side} delivered {got.count} of {rows} rows of {db} in {timeout:.0f}s")
+                raise RuntimeError(f"{side} delivered {got.distinct} of {rows} rows of {db} in {timeout:.0f}s")
             time.sleep(0.05)
         return got
 
@@ -419,6 +449,9 @@ class Run:
     rate: float  # events/s from the resume to the last event
     cpu: float  # CPU seconds of the side's process tree meanwhile
     db_cpu: float  # CPU seconds of MariaDB meanwhile
+    broker_cpu: float | None  # CPU seconds of the private broker meanwhile (None with --broker)
+    load: float  # the machine's 1-minute load average at the end
+    duplicates: int  # messages of the round's rows beyond one per row, when the side finished
     processes: Counter[str]  # the side's CPU seconds meanwhile by process name
     threads: Counter[str]  # the side's CPU seconds meanwhile by process/thread, threads alive at the end
     captured: float | None  # sparkcdc: resume -> the relay log holds the whole backlog, s
@@ -450,10 +483,11 @@ def when_captured(capture: Path, target: tuple[int, int], t0: float, done: threa
 
 
 def timed(side: Side, counter: TopicCounter, db: str, rows: int, timeout: float, mariadbd: int,
-          end: tuple[int, int]) -> Run:  # fmt: skip
+          broker: int | None, end: tuple[int, int]) -> Run:  # fmt: skip
     """Resume the paused ``side`` and time it until every row of ``db``'s backlog (which ends at binlog position
-    ``end``) is in Kafka; pause it again."""
+    ``end``) is in Kafka; pause it again. ``broker``: the private broker's pid, whose CPU is sampled too."""
     db_cpu, side_cpu, threads_before = TreeCpu(mariadbd), TreeCpu(side.pid), thread_cpu(side.pid)
+    broker_cpu = TreeCpu(broker) if broker is not None else None
     done = threading.Event()
     t0 = time.time()
     captured = when_captured(side.capture, end, t0, done) if isinstance(side, Sparkcdc) else []
@@ -468,14 +502,19 @@ def timed(side: Side, counter: TopicCounter, db: str, rows: int, timeout: float,
     processes = side_cpu.close()
     cpu = sum(processes.values())
     return Run(first=got.first_ms / 1000 - t0, rate=rows / (got.last_ms / 1000 - t0),
-               cpu=cpu, db_cpu=sum(db_cpu.close().values()), processes=processes, threads=threads,
+               cpu=cpu, db_cpu=sum(db_cpu.close().values()),
+               broker_cpu=sum(broker_cpu.close().values()) if broker_cpu is not None else None,
+               load=os.getloadavg()[0], duplicates=got.duplicates, processes=processes, threads=threads,
                captured=captured[0] if captured else None)  # fmt: skip
 
 
 def describe(run: Run, rows: int) -> str:
     captured = "" if run.captured is None else f"binlog in the relay log after {run.captured:.1f} s, "
-    return (f"{run.rate:,.0f} events/s ({captured}first event after {run.first:.1f} s); CPU {run.cpu:.1f} s "
-            f"({run.cpu / rows * 1e6:.0f} us/event) + MariaDB {run.db_cpu:.2f} s")  # fmt: skip
+    broker = "" if run.broker_cpu is None else f" + Kafka {run.broker_cpu:.1f} s"
+    dup = f"; {run.duplicates} duplicates" if run.duplicates else ""
+    return (f"{run.rate:,.0f} events/s ({captured}first event after {run.first:.1f} s); all {rows:,} rows in "
+            f"Kafka{dup}; CPU {run.cpu:.1f} s ({run.cpu / rows * 1e6:.0f} us/event) + MariaDB {run.db_cpu:.2f} s"
+            f"{broker}; load average {run.load:.2f}")  # fmt: skip
 
 
 def main() -> int:
@@ -487,7 +526,7 @@ def main() -> int:
     ap.add_argument("--master", default="local[2]", help="cdc server --spark-master")
     ap.add_argument("--protocol", default="canal-json", choices=["canal-json", "simple"], help="sparkcdc's codec")
     ap.add_argument("--broker", default=None, metavar="HOST:PORT", help="a Kafka broker to use (default: a private "
-                    "tansu started for the run)")  # fmt: skip
+                    "Apache Kafka started for the run)")  # fmt: skip
     ap.add_argument("--warm-rows", type=int, default=20_000, help="rows both sides replicate before the rounds")
     ap.add_argument("--timeout", type=float, default=1800.0, help="seconds a side may take for one round")
     args = ap.parse_args()
@@ -503,12 +542,15 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="sparkcdc-peers-") as tmp:
         work = Path(tmp)
         db = MariaDB(work / "mariadb").start()
-        broker = None if args.broker else KafkaBroker(work / "kafka").start()
+        # a deployed broker's JIT and collector, not the dev broker's start-up options (C1, serial GC)
+        os.environ.setdefault("SPARKCDC_KAFKA_JAVA_OPTS", BROKER_JAVA_OPTS)
+        broker = None if args.broker else ApacheKafka(work / "kafka").start(timeout=120)
         bootstrap = args.broker or (broker.bootstrap if broker else "")
         import pymysql  # type: ignore[import-untyped]
 
         conn = pymysql.connect(**db.connect_kwargs("root", autocommit=True))
         mariadbd = int(db.pid_file.read_text().strip())
+        broker_pid = broker.alive_pid() if broker is not None else None
         dbz_prefix, cdc_topic = f"dbz{run_id}", f"peers-{run_id}"
         counter = TopicCounter(bootstrap, dbz_prefix, cdc_topic)
         sides: dict[str, Side] = {
@@ -533,18 +575,18 @@ def main() -> int:
                 counter.wait(side.name, "peers_warm", args.warm_rows, args.timeout, side.alive)
                 signal_tree(side.pid, signal.SIGSTOP)
             print(f"both warmed ({args.warm_rows:,} rows) and paused; broker {bootstrap}"
-                  f"{' (tansu)' if broker else ''}", flush=True)  # fmt: skip
+                  f"{f' (Apache Kafka {KAFKA_VERSION})' if broker else ''}", flush=True)  # fmt: skip
             for r in range(args.rounds):
                 name = f"peers_r{r}"
                 load(conn, name, args.rows, args.tables, args.txn_rows)
                 end = binlog_end(conn)
                 order = list(sides) if r % 2 == 0 else list(reversed(sides))
                 for s in order:
-                    run = timed(sides[s], counter, name, args.rows, args.timeout, mariadbd, end)
+                    run = timed(sides[s], counter, name, args.rows, args.timeout, mariadbd, broker_pid, end)
                     runs[s].append(run)
                     print(f"round {r + 1} {s}: {describe(run, args.rows)}", flush=True)
             time.sleep(1)  # the counting consumer's last fetch
-            extra = {s: sum(counter.get(s, f"peers_r{r}").count - args.rows for r in range(args.rounds)) for s in sides}
+            final = {s: [counter.get(s, f"peers_r{r}") for r in range(args.rounds)] for s in sides}
         finally:
             for side in sides.values():
                 side.stop()
@@ -562,16 +604,21 @@ def main() -> int:
     for s, rs in runs.items():
         rates[s] = statistics.median(x.rate for x in rs)
         cpus[s] = cpu = statistics.median(x.cpu for x in rs)
+        kafka = [x.broker_cpu for x in rs if x.broker_cpu is not None]
+        broker = f" + Kafka {statistics.median(kafka) / args.rows * 1e6:.0f} us/event" if kafka else ""
         print(f"{labels[s]}: start-up {startup[s]:.1f} s; catch-up {rates[s]:,.0f} events/s, first event after "
               f"{statistics.median(x.first for x in rs):.1f} s, CPU {cpu / args.rows * 1e6:.0f} us/event + MariaDB "
-              f"{statistics.median(x.db_cpu for x in rs) / args.rows * 1e6:.0f} us/event")  # fmt: skip
+              f"{statistics.median(x.db_cpu for x in rs) / args.rows * 1e6:.0f} us/event{broker}; load average "
+              f"{statistics.median(x.load for x in rs):.2f}")  # fmt: skip
         procs = ", ".join(f"{k} {v:.1f}" for k, v in rs[-1].processes.most_common())
         top = ", ".join(f"{k} {v:.1f}" for k, v in rs[-1].threads.most_common(6))
         print(f"  CPU seconds of the last round by process: {procs}; by thread (those alive at its end): {top}",
               flush=True)  # fmt: skip
-    for s, n in extra.items():
-        if n:  # at-least-once delivery after a retry: the rate counted the first --rows messages
-            print(f"note: {s} delivered {n} events more than the rows it replicated (duplicates)")
+    for s, got in final.items():  # every round's rows were all delivered (timed waited for that): say so
+        dups = sum(g.duplicates for g in got)
+        print(f"delivered by {s}: {sum(g.distinct for g in got):,} distinct rows of {args.rows * args.rounds:,} in "
+              f"{sum(g.count for g in got):,} messages ({dups} duplicates, from at-least-once delivery after a "
+              "retry)")  # fmt: skip
     print(f"CPU per event: sparkcdc {cpus['debezium'] / cpus['sparkcdc']:.2f}x less than Debezium (on a loaded "
           "machine the events/s follow each side's share of the cores; the CPU per event does not)")  # fmt: skip
     ratio = rates["sparkcdc"] / rates["debezium"]
