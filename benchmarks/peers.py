@@ -3,7 +3,7 @@
     benchmarks/peers_setup.sh        # once: Debezium 3.6.1.Final and our driver, with Maven, into .cache/peers
     .venv/bin/python benchmarks/peers.py [--rows 1000000] [--tables 4] [--txn-rows 1000] [--rounds 3]
                                          [--master 'local[2]'] [--protocol canal-json] [--broker HOST:PORT]
-                                         [--warm-rows 20000] [--timeout 1800]
+                                         [--warm-rows 20000] [--timeout 1800] [--keep DIR]
 
 What runs, in one process run on one private MariaDB (``sparkcdc.devtools.mariadb``) and one broker (a private
 Apache Kafka 4.4, ``sparkcdc.devtools.apache_kafka``, its JVM with C2 and the G1 collector as a deployed broker
@@ -33,19 +33,24 @@ see MariaDB's transaction starts (MariaDB's GTID event stands for BEGIN), so the
 the row count of the last rows event and a restart skips that many rows of the next transaction (seen: 65 rows
 lost).
 
-Events are counted by consuming the topics (a consumer thread of this process, beside both sides alike): a side
-is done when it delivered one message per row of the round's database; the message timestamps (set by each
-side's producer) date the first and the last. Printed per side and round: the catch-up events/s, when the first
-event arrived (for sparkcdc also when its relay log held the whole backlog), the CPU seconds of the side's process
-tree (sampled every 0.2 s, so Spark's short-lived Python workers count) and of MariaDB meanwhile; at the end the
-medians, the ratio of CPU per event, and where each side's CPU went by process and thread (thread names as the
-kernel keeps them: 15 characters). The last line, with the median catch-up events/s of each side, is ``sparkcdc
-<N.NN>x Debezium (<sparkcdc rows/s> vs <Debezium rows/s>)``. Target (issue 27): sparkcdc >= 5x.
+Events are counted by consuming the topics (a consumer thread of this process, beside both sides alike): a side is
+done when it delivered every row of the round's database (distinct keys; duplicates are counted apart); the message
+timestamps (set by each side's producer) date the first and the last. Printed per side and round: the catch-up
+events/s, when the first event arrived (for sparkcdc also when its relay log held the whole backlog) and the
+events/s from the first event to the last, the CPU seconds of the side's process tree (sampled every 0.2 s, so
+Spark's short-lived Python workers count), of MariaDB and of the private broker meanwhile, and the load average
+(other work on the machine takes cores from both sides: the events/s follow each side's share, the CPU per event
+much less); at the end the medians, the ratio of CPU per event, where each side's CPU went by process and thread
+(thread names as the kernel keeps them: 15 characters), and how many distinct rows and messages each side delivered.
+``--keep DIR`` keeps the logs.
+The last line, with the median catch-up events/s of each side, is ``sparkcdc <N.NN>x Debezium (<sparkcdc rows/s>
+vs <Debezium rows/s>)``. Target (issue 27): sparkcdc >= 5x.
 """
 
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
 import re
 import signal
@@ -447,6 +452,7 @@ class Run:
 
     first: float  # resume -> first event of the backlog in Kafka, s
     rate: float  # events/s from the resume to the last event
+    burst: float  # events/s from the first event to the last
     cpu: float  # CPU seconds of the side's process tree meanwhile
     db_cpu: float  # CPU seconds of MariaDB meanwhile
     broker_cpu: float | None  # CPU seconds of the private broker meanwhile (None with --broker)
@@ -502,6 +508,7 @@ def timed(side: Side, counter: TopicCounter, db: str, rows: int, timeout: float,
     processes = side_cpu.close()
     cpu = sum(processes.values())
     return Run(first=got.first_ms / 1000 - t0, rate=rows / (got.last_ms / 1000 - t0),
+               burst=rows / max(got.last_ms - got.first_ms, 1) * 1000,
                cpu=cpu, db_cpu=sum(db_cpu.close().values()),
                broker_cpu=sum(broker_cpu.close().values()) if broker_cpu is not None else None,
                load=os.getloadavg()[0], duplicates=got.duplicates, processes=processes, threads=threads,
@@ -512,9 +519,9 @@ def describe(run: Run, rows: int) -> str:
     captured = "" if run.captured is None else f"binlog in the relay log after {run.captured:.1f} s, "
     broker = "" if run.broker_cpu is None else f" + Kafka {run.broker_cpu:.1f} s"
     dup = f"; {run.duplicates} duplicates" if run.duplicates else ""
-    return (f"{run.rate:,.0f} events/s ({captured}first event after {run.first:.1f} s); all {rows:,} rows in "
-            f"Kafka{dup}; CPU {run.cpu:.1f} s ({run.cpu / rows * 1e6:.0f} us/event) + MariaDB {run.db_cpu:.2f} s"
-            f"{broker}; load average {run.load:.2f}")  # fmt: skip
+    return (f"{run.rate:,.0f} events/s ({captured}first event after {run.first:.1f} s, then {run.burst:,.0f} "
+            f"events/s); all {rows:,} rows in Kafka{dup}; CPU {run.cpu:.1f} s ({run.cpu / rows * 1e6:.0f} us/event) "
+            f"+ MariaDB {run.db_cpu:.2f} s{broker}; load average {run.load:.2f}")  # fmt: skip
 
 
 def main() -> int:
@@ -529,6 +536,8 @@ def main() -> int:
                     "Apache Kafka started for the run)")  # fmt: skip
     ap.add_argument("--warm-rows", type=int, default=20_000, help="rows both sides replicate before the rounds")
     ap.add_argument("--timeout", type=float, default=1800.0, help="seconds a side may take for one round")
+    ap.add_argument("--keep", type=Path, default=None, metavar="DIR", help="work in DIR and keep it (the logs "
+                    "of both sides, the server's, MariaDB's, the broker's) instead of a temporary one")  # fmt: skip
     args = ap.parse_args()
     if not (PEERS / ".built").exists():
         print(f"Error: Debezium is not set up in {PEERS}; run benchmarks/peers_setup.sh (Java 17 and Maven)",
@@ -539,8 +548,10 @@ def main() -> int:
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     run_id = f"{os.getpid():x}"
     runs: dict[str, list[Run]] = {"debezium": [], "sparkcdc": []}
-    with tempfile.TemporaryDirectory(prefix="sparkcdc-peers-") as tmp:
+    keep = contextlib.nullcontext(str(args.keep)) if args.keep else None
+    with keep or tempfile.TemporaryDirectory(prefix="sparkcdc-peers-") as tmp:
         work = Path(tmp)
+        work.mkdir(parents=True, exist_ok=True)
         db = MariaDB(work / "mariadb").start()
         # a deployed broker's JIT and collector, not the dev broker's start-up options (C1, serial GC)
         os.environ.setdefault("SPARKCDC_KAFKA_JAVA_OPTS", BROKER_JAVA_OPTS)
@@ -607,7 +618,8 @@ def main() -> int:
         kafka = [x.broker_cpu for x in rs if x.broker_cpu is not None]
         broker = f" + Kafka {statistics.median(kafka) / args.rows * 1e6:.0f} us/event" if kafka else ""
         print(f"{labels[s]}: start-up {startup[s]:.1f} s; catch-up {rates[s]:,.0f} events/s, first event after "
-              f"{statistics.median(x.first for x in rs):.1f} s, CPU {cpu / args.rows * 1e6:.0f} us/event + MariaDB "
+              f"{statistics.median(x.first for x in rs):.1f} s, then {statistics.median(x.burst for x in rs):,.0f} "
+              f"events/s, CPU {cpu / args.rows * 1e6:.0f} us/event + MariaDB "
               f"{statistics.median(x.db_cpu for x in rs) / args.rows * 1e6:.0f} us/event{broker}; load average "
               f"{statistics.median(x.load for x in rs):.2f}")  # fmt: skip
         procs = ", ".join(f"{k} {v:.1f}" for k, v in rs[-1].processes.most_common())
