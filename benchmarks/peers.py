@@ -79,10 +79,11 @@ PARTITIONS = 3
 BROKER_JAVA_OPTS = "-Xms512m -Xmx1g -XX:+UseG1GC"
 _QUIET = {"log_level": 3}
 # A row message of either sparkcdc protocol (canal-json, simple): its database, its type and its row's key (the
-# first column of every table here, in the message's "data"); Debezium's key (schemas disabled) is {"id":N}.
+# column "id" of every table here, in the message's "data": first in canal-json, last in simple, whose keys are
+# sorted); Debezium's key (schemas disabled) is {"id":N}.
 _DATABASE = re.compile(rb'"database":"([^"]*)"')
 _ROW_TYPE = re.compile(rb'"type":"(?:INSERT|UPDATE|DELETE)"')
-_CDC_ID = re.compile(rb'"data":\[?\{"id":"(\d+)"')
+_CDC_ID = re.compile(rb'"id":"(\d+)"')
 _DBZ_ID = re.compile(rb'"id":(\d+)')
 
 
@@ -180,13 +181,17 @@ class TopicCounter:
             if in_db is None or _ROW_TYPE.search(head) is None:
                 return
             db = in_db.group(1).decode()
-            found = _CDC_ID.search(value, value.find(b'"data":'))
+            at = value.find(b'"data":')
+            found = _CDC_ID.search(value, at) if at >= 0 else None
         if side is None or found is None:
             raise ValueError(f"no row key in a message of {topic}: {(value or b'')[:200]!r}")
         with self.lock:
             self.seen.setdefault((side, db), _Seen()).add(int(found.group(1)), ts_ms)
 
     def get(self, side: str, db: str) -> Delivered:
+        """What ``side`` delivered of ``db`` so far; raises RuntimeError once the consumer failed."""
+        if self.error is not None:
+            raise RuntimeError(f"counting consumer failed: {self.error}")
         with self.lock:
             d = self.seen.get((side, db), _Seen())
             return Delivered(d.count, d.distinct, d.first_ms, d.last_ms)
@@ -196,8 +201,6 @@ class TopicCounter:
         a dead side (``alive()`` false) or a failed consumer."""
         deadline = time.monotonic() + timeout
         while (got := self.get(side, db)).distinct < rows:
-            if self.error is not None:
-                raise RuntimeError(f"counting consumer failed: {self.error}")
             if not alive():
                 raise RuntimeError(f"{side} exited before delivering {rows} rows of {db} ({got.distinct} so far)")
             if time.monotonic() > deadline:
