@@ -8,4 +8,6 @@ pytest_plugins = [
     "tests.fixtures.apache_kafka",
     "tests.fixtures.etcd",
     "tests.fixtures.tls",
+    "tests.fixtures.cdc_server",
+    "tests.fixtures.exclusive",
 ]

@@ -8,7 +8,7 @@ import subprocess
 from typing import Any
 
 from sparkcdc.mysql.target import MysqlTarget
-from tests.integration.pipeline.server import CDC, server_env
+from tests.support import CDC, server_env
 
 
 def mysql_uri(host: str, port: int, query: str = "") -> str:

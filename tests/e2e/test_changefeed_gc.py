@@ -14,9 +14,9 @@ from sparkcdc.devtools.mariadb import MariaDB
 from sparkcdc.pipeline.relay_gc import read_gc_ts
 from sparkcdc.storage.external import ExternalStorage
 from tests.fixtures.mariadb import FreshDatabase
-from tests.integration.pipeline.conftest import wait_for
 from tests.integration.pipeline.replay import replay
 from tests.integration.pipeline.server import CheckpointWatch, SparkServer, now_tso
+from tests.support import wait_for
 
 pytestmark = pytest.mark.e2e
 

@@ -7,8 +7,6 @@ from __future__ import annotations
 
 import json
 import re
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -21,6 +19,7 @@ from tests.e2e.downstream import check, storage_consumer
 from tests.fixtures.mariadb import FreshDatabase
 from tests.integration.consumer.servers import downstream_server, run_sql, target  # noqa: F401
 from tests.integration.pipeline.server import Background, CheckpointWatch, SparkServer, now_tso
+from tests.support import wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration, pytest.mark.slow]
 
@@ -90,14 +89,6 @@ class Churn:
             self.db.execute(f"DELETE FROM uk WHERE id = {small + 500}", f"UPDATE misc SET f = -f WHERE id = {small}")
 
 
-def wait_for(cond: Callable[[], bool], timeout: float, what: str, server: SparkServer) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"{what}: not within {timeout}s; server log: {server.tail()}")
-        time.sleep(0.2)
-
-
 def create(server: SparkServer, db: FreshDatabase, root: Path, snapshot: str,
            protocol: str = "canal-json&enable-tidb-extension=true") -> str:  # fmt: skip
     """Create the changefeed (file:// sink, canal-json unless ``protocol`` says) with the ``[snapshot]`` table;
@@ -157,9 +148,10 @@ def test_snapshot_of_prefilled_tables_under_a_concurrent_workload_matches_upstre
     try:
         sink_uri = create(server, db, tmp_path, 'mode = "initial"\nchunk-size = 50000\nparallelism = 2')
         bg.thread.start()
-        wait_for(lambda: snapshot_of(server).get("state") == "finished", 400, "snapshot to finish", server)
+        wait_for(lambda: snapshot_of(server).get("state") == "finished", 400, "snapshot to finish", 0.2, server.tail)
         after = bg.steps
-        wait_for(lambda: bg.error is not None or bg.steps >= after + 60, 60, "workload after the snapshot", server)
+        wait_for(lambda: bg.error is not None or bg.steps >= after + 60, 60, "workload after the snapshot", 0.2,
+                 server.tail)  # fmt: skip
         bg.stop.set()
         bg.thread.join(60)
         assert bg.error is None, bg.error
@@ -199,7 +191,7 @@ def test_snapshot_survives_three_kill_9_and_resumes_from_finished_chunks(
         seen = 0
         for kill in range(3):
             wait_for(lambda seen=seen: chunks_done(server) > seen, 300, f"more than {seen} chunks before kill {kill}",
-                     server)  # fmt: skip
+                     0.2, server.tail)  # fmt: skip
             seen = chunks_done(server)
             server.kill()
             for i in range(20):  # changes while the server is down, streamed after the restart
@@ -212,9 +204,9 @@ def test_snapshot_survives_three_kill_9_and_resumes_from_finished_chunks(
                 skipped.extend(int(n) for n in found)
                 return bool(found)
 
-            wait_for(resumed, 120, f"the resume line after kill {kill}", server)
+            wait_for(resumed, 120, f"the resume line after kill {kill}", 0.2, server.tail)
             assert skipped[-1] >= seen > 0, (skipped, seen)
-        wait_for(lambda: snapshot_of(server).get("state") == "finished", 400, "snapshot to finish", server)
+        wait_for(lambda: snapshot_of(server).get("state") == "finished", 400, "snapshot to finish", 0.2, server.tail)
         for i in range(20):
             churn.step(1000 + i)
         end = now_tso(db)
@@ -239,7 +231,8 @@ def test_initial_only_copies_and_finishes(
     server = SparkServer(tmp_path, mariadb.port or 0).start()
     try:
         sink_uri = create(server, db, tmp_path, 'mode = "initial-only"\nchunk-size = 10000')
-        wait_for(lambda: server.changefeed(CF)["state"] == "finished", 300, "the changefeed to finish", server)
+        wait_for(lambda: server.changefeed(CF)["state"] == "finished", 300, "the changefeed to finish", 0.2,
+                 server.tail)  # fmt: skip
         done = query(server)
         got = replay_into(target, db, sink_uri)
         assert got["match"], got
@@ -292,9 +285,11 @@ def test_ddl_between_chunks_of_the_copy_loses_no_value(
     try:
         sink_uri = create(server, db, tmp_path, 'mode = "initial"\nchunk-size = 2000\nparallelism = 1',
                           protocol="csv&flush-interval=2s")  # fmt: skip
-        wait_for(lambda: table_progress(server, "orders").get("chunks_done", 0) >= 1, 120, "a chunk", server)
+        wait_for(
+            lambda: table_progress(server, "orders").get("chunks_done", 0) >= 1, 120, "a chunk", detail=server.tail
+        )
         assert server.cli("pause", "--changefeed-id", CF).returncode == 0
-        wait_for(lambda: server.changefeed(CF)["state"] == "stopped", 60, "the pause", server)
+        wait_for(lambda: server.changefeed(CF)["state"] == "stopped", 60, "the pause", detail=server.tail)
         paused = table_progress(server, "orders")
         assert 1 <= paused["chunks_done"] < paused["chunks"], paused  # chunks remain: the DDL lands between them
         assert table_progress(server, "uk")["chunks_done"] == table_progress(server, "zlate")["chunks_done"] == 0
@@ -310,7 +305,7 @@ def test_ddl_between_chunks_of_the_copy_loses_no_value(
             "UPDATE uk SET n = n + 1000 WHERE id % 5 = 0",
         )
         assert server.cli("resume", "--changefeed-id", CF).returncode == 0
-        wait_for(lambda: snapshot_of(server).get("state") == "finished", 120, "snapshot to finish", server)
+        wait_for(lambda: snapshot_of(server).get("state") == "finished", 120, "snapshot to finish", detail=server.tail)
         end = now_tso(db)
         CheckpointWatch(ExternalStorage.from_uri(sink_uri)).wait(end, 120, lambda: healthy(server))
     finally:

@@ -10,10 +10,8 @@ import json
 import os
 import re
 import signal
-import socket
 import sqlite3
 import subprocess
-import sys
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -25,17 +23,9 @@ import pytest
 from sparkcdc.changefeed.config import ReplicaConfig
 from tests.fixtures.bad_input import BAD_INPUT, SECRETS, prepare
 from tests.fixtures.replica_configs import REFUSED, REPRESENTATIVE_TOML
+from tests.support import CDC, free_port
 
 pytestmark = pytest.mark.e2e
-
-CDC = str(Path(sys.executable).parent / "cdc")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
 
 class CdcServer:
     """One `cdc server` process on a free port with a private data dir."""

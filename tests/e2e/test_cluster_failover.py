@@ -10,7 +10,6 @@ import sqlite3
 import threading
 import time
 from collections import defaultdict
-from collections.abc import Callable
 from pathlib import Path
 
 import httpx
@@ -25,6 +24,7 @@ from sparkcdc.storage.external import ExternalStorage
 from tests.fixtures.mariadb import FreshDatabase
 from tests.integration.pipeline.replay import replay
 from tests.integration.pipeline.server import Background, CheckpointWatch, SparkServer, Workload, now_tso
+from tests.support import wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -85,13 +85,6 @@ def relay_commits(root: Path) -> dict[tuple[str, int], int]:
         db.close()
 
 
-def wait_for(cond: Callable[[], bool], timeout: float, what: str) -> None:
-    deadline = time.monotonic() + timeout
-    while not cond():
-        assert time.monotonic() < deadline, f"{what}: not within {timeout}s"
-        time.sleep(0.2)
-
-
 def test_killing_the_owner_under_load_loses_nothing_and_keeps_commit_ts(
     fresh_db: FreshDatabase, mariadb: MariaDB, etcd: EtcdServer, tmp_path: Path
 ) -> None:
@@ -121,12 +114,12 @@ def test_killing_the_owner_under_load_loses_nothing_and_keeps_commit_ts(
         state_of_capture = EtcdCaptureState(EtcdClient([etcd.endpoint]), cluster, fence=list)
         initial = state_of_capture.anchor()
         assert initial is not None
-        wait_for(lambda: state_of_capture.anchor() != initial, 120, "the relay GC to move the anchor up")
+        wait_for(lambda: state_of_capture.anchor() != initial, 120, "the relay GC to move the anchor up", 0.2)
         moved = state_of_capture.anchor()
         assert moved is not None
         # kill once a transaction after a heartbeat's reservation is captured past the anchor: b must hold it alike
         wait_for(lambda: any(ts > moved.last_tso and tso.physical(ts) % 1000 for ts in relay_commits(a.root).values()),
-                 60, "a transaction after a reservation")  # fmt: skip
+                 60, "a transaction after a reservation", 0.2)  # fmt: skip
         a.kill()
         killed = time.monotonic()
         assert owner([a, b]) is b
@@ -209,7 +202,7 @@ def test_etcd_gone_for_ten_seconds_the_owner_steps_down_and_the_cluster_recovers
         try:
             # the owner cannot reach etcd: it gives up ownership before its lease can have expired
             wait_for(lambda: httpx.get(first_owner.url + "/api/v2/status", timeout=5).json()["is_owner"] is False,
-                     TTL, "the owner to step down")  # fmt: skip
+                     TTL, "the owner to step down", 0.2)  # fmt: skip
             time.sleep(max(0.0, 10 - (time.monotonic() - paused)))
         finally:
             etcd.resume()

@@ -8,7 +8,6 @@ import os
 import random
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -20,10 +19,10 @@ from sparkcdc.storage.external import ExternalStorage
 from tests.fixtures.object_stores import backend_uri
 from tests.integration.consumer import workload
 from tests.integration.consumer.servers import downstream_server, run_sql, source, target  # noqa: F401
+from tests.support import CDC
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration]
 
-CDC = [str(Path(sys.executable).parent / "cdc")]
 
 
 def _uri(t: MysqlTarget) -> str:
@@ -32,7 +31,7 @@ def _uri(t: MysqlTarget) -> str:
 
 def _cdc(*args: str, **kw: Any) -> subprocess.CompletedProcess[str]:
     return subprocess.run(
-        [*CDC, *args], capture_output=True, text=True, timeout=600, env={**os.environ, "PYTHONPATH": "src"}, **kw
+        [CDC, *args], capture_output=True, text=True, timeout=600, env={**os.environ, "PYTHONPATH": "src"}, **kw
     )
 
 
@@ -97,7 +96,7 @@ def test_kill_minus_9_at_random_moments_then_check(
     upstream = f"file://{tmp_path / 'tree'}?protocol=csv"
     cfg = tmp_path / "cf.toml"
     cfg.write_text('[sink]\ndate-separator = "day"\n[sink.csv]\ninclude-commit-ts = true\n')
-    args = [*CDC, "storage-consumer", "--upstream-uri", upstream, "--downstream-uri", _uri(target), "--once",
+    args = [CDC, "storage-consumer", "--upstream-uri", upstream, "--downstream-uri", _uri(target), "--once",
             "--config", str(cfg), "--batch-rows", "7", "--workers", "2", "--quiet", "--log-level", "error"]  # fmt: skip
     rng = random.Random(5)
     kills = 0
@@ -130,14 +129,14 @@ def test_storage_consumer_serves_metrics(request: pytest.FixtureRequest, clean: 
     import httpx
     from prometheus_client.parser import text_string_to_metric_families
 
-    from tests.integration.pipeline.server import free_port
+    from tests.support import free_port
 
     root = backend_uri("file", request, "cdc-metrics")
     workload.run(source, ExternalStorage.from_uri(root), "csv", txns=80)
     cfg = tmp_path / "cf.toml"
     cfg.write_text('[sink]\ndate-separator = "day"\n[sink.csv]\ninclude-commit-ts = true\n')
     port = free_port()
-    args = [*CDC, "storage-consumer", "--upstream-uri", f"{root}?protocol=csv", "--downstream-uri", _uri(target),
+    args = [CDC, "storage-consumer", "--upstream-uri", f"{root}?protocol=csv", "--downstream-uri", _uri(target),
             "--config", str(cfg), "--interval", "1", "--changefeed", "metered", "--metrics-addr", f"127.0.0.1:{port}"]
     proc = subprocess.Popen(args, env={**os.environ, "PYTHONPATH": "src"}, stderr=subprocess.PIPE, text=True)
     samples: dict[str, float] = {}

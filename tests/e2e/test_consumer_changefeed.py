@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -22,11 +21,11 @@ from tests.e2e.downstream import storage_consumer
 from tests.fixtures.mariadb import FreshDatabase
 from tests.fixtures.object_stores import backend_uri
 from tests.integration.consumer.servers import downstream_server, run_sql, target  # noqa: F401
-from tests.integration.pipeline.conftest import PullerThread, wait_for
+from tests.integration.pipeline.conftest import PullerThread
+from tests.support import CDC, wait_for
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration, pytest.mark.slow]
 
-CDC = str(Path(sys.executable).parent / "cdc")
 SETUP = [
     "CREATE TABLE a (id INT PRIMARY KEY, v VARCHAR(20), d DECIMAL(10,2), ts DATETIME(3))",
     "CREATE TABLE b (id INT PRIMARY KEY, n BIGINT, bin VARBINARY(8))",

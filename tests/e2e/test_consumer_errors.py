@@ -5,18 +5,17 @@ from __future__ import annotations
 
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from sparkcdc.mysql.target import MysqlTarget
 from tests.integration.consumer.servers import downstream_server, run_sql, target  # noqa: F401
+from tests.support import CDC
 from tests.unit.consumer.trees import Tree, csv_row, table
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration]
 
-CDC = str(Path(sys.executable).parent / "cdc")
 V1 = 440000000000000000
 
 

@@ -3,8 +3,6 @@
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -30,14 +28,6 @@ def decode_all(data_dir: Path, start: int = 0, target_bytes: int = 1 << 20, **kw
 
 def for_schema(events: list[RowChange | DDLEvent], schema: str) -> list[RowChange | DDLEvent]:
     return [e for e in events if (e.table.schema if isinstance(e, RowChange) else e.schema) == schema]
-
-
-def wait_for(predicate: Callable[[], bool], timeout: float = 20.0, what: str = "condition") -> None:
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out waiting for {what}")
-        time.sleep(0.02)
 
 
 class Running:

@@ -12,7 +12,8 @@ from sparkcdc.capture.relay_log import rewind
 from sparkcdc.model.ddl_action import DDLAction
 from sparkcdc.model.events import DDLEvent, RowChange, RowOp
 from tests.fixtures.mariadb import FreshDatabase
-from tests.integration.capture.conftest import Running, decode_all, for_schema, make_puller, wait_for
+from tests.integration.capture.conftest import Running, decode_all, for_schema, make_puller
+from tests.support import wait_for
 
 pytestmark = pytest.mark.integration
 

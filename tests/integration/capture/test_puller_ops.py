@@ -13,7 +13,8 @@ from sparkcdc.capture import BinlogPosition, RelayLog, StartPoint
 from sparkcdc.errors import UpstreamError
 from sparkcdc.model.events import RowChange
 from tests.fixtures.mariadb import FreshDatabase
-from tests.integration.capture.conftest import Running, decode_all, for_schema, make_puller, wait_for
+from tests.integration.capture.conftest import Running, decode_all, for_schema, make_puller
+from tests.support import wait_for
 
 pytestmark = pytest.mark.integration
 

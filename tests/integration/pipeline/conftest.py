@@ -3,16 +3,15 @@
 from __future__ import annotations
 
 import threading
-import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
-from typing import Any
 
 import pytest
 
 from sparkcdc.capture import Puller, PullerConfig, RelayLog
 from sparkcdc.capture.position import file_seq
 from tests.fixtures.mariadb import FreshDatabase
+from tests.support import wait_for
 
 
 class PullerThread:
@@ -73,17 +72,6 @@ def wait_relay_caught_up(db: FreshDatabase, capture_dir: Path, healthy: Callable
         return p is not None and (file_seq(p.binlog_file), p.binlog_pos) >= target
 
     wait_for(done, timeout, "relay log to catch up", 0.05)
-
-
-def wait_for(cond: Callable[[], Any], timeout: float, what: str, interval: float = 0.1) -> Any:
-    deadline = time.monotonic() + timeout
-    while True:
-        value = cond()
-        if value:
-            return value
-        if time.monotonic() > deadline:
-            raise AssertionError(f"timed out after {timeout}s waiting for {what}")
-        time.sleep(interval)
 
 
 @pytest.fixture

@@ -7,9 +7,7 @@ import json
 import os
 import random
 import signal
-import socket
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable
@@ -23,23 +21,7 @@ from sparkcdc.model import tso
 from sparkcdc.storage.external import ExternalStorage
 from tests.fixtures.mariadb import FreshDatabase
 from tests.integration.pipeline.replay import text
-
-CDC = str(Path(sys.executable).parent / "cdc")
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def server_env(extra: dict[str, str] | None = None) -> dict[str, str]:
-    env = dict(os.environ)
-    env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
-    env.setdefault("PYSPARK_PYTHON", sys.executable)
-    env.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
-    env.update(extra or {})
-    return env
+from tests.support import CDC, free_port, server_env
 
 
 def _proc_stat(pid: int) -> list[str] | None:
@@ -153,6 +135,23 @@ class SparkServer:
         r.raise_for_status()
         doc: dict[str, Any] = r.json()
         return doc
+
+    @property
+    def log(self) -> Path:
+        """The server's log file (every start of it appends)."""
+        return self.root / "server.log"
+
+    def remove(self, cf: str) -> None:
+        """Remove changefeed ``cf`` (Open API); its query stops between micro-batches before this returns."""
+        r = httpx.delete(f"{self.url}/api/v2/changefeeds/{cf}", timeout=300)
+        assert r.status_code == 200, r.text
+
+    def remove_all(self) -> None:
+        """Remove every changefeed, whatever its state: a shared server's next test starts without any."""
+        r = httpx.get(f"{self.url}/api/v2/changefeeds", params={"state": "all"}, timeout=30)
+        r.raise_for_status()
+        for item in r.json()["items"]:
+            self.remove(item["id"])
 
 
 class CheckpointWatch:

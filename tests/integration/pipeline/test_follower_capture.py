@@ -14,7 +14,8 @@ from sparkcdc.capture import RelayLog
 from sparkcdc.capture.position import BinlogPosition
 from sparkcdc.pipeline.runner import CaptureThread
 from tests.fixtures.mariadb import FreshDatabase
-from tests.integration.capture.conftest import decode_all, wait_for
+from tests.integration.capture.conftest import decode_all
+from tests.support import wait_for
 
 pytestmark = pytest.mark.integration
 

@@ -13,8 +13,9 @@ import pytest
 from sparkcdc.pipeline.query import start_query, stop_between_batches
 from sparkcdc.pipeline.spec import FeedSpec
 from tests.fixtures.mariadb import FreshDatabase
-from tests.integration.pipeline.conftest import PullerThread, wait_for
+from tests.integration.pipeline.conftest import PullerThread
 from tests.integration.pipeline.replay import unindexed_data_files
+from tests.support import wait_for
 
 pytestmark = pytest.mark.integration
 

@@ -13,8 +13,9 @@ from sparkcdc.pipeline.query import start_query
 from sparkcdc.pipeline.spec import FeedSpec
 from sparkcdc.storage.external import ExternalStorage
 from tests.fixtures.mariadb import FreshDatabase
-from tests.integration.pipeline.conftest import PullerThread, wait_for
+from tests.integration.pipeline.conftest import PullerThread
 from tests.integration.pipeline.replay import layout_violations, replay, text
+from tests.support import wait_for
 
 pytestmark = pytest.mark.integration
 

@@ -23,8 +23,9 @@ from sparkcdc.pipeline.progress import read_progress
 from sparkcdc.pipeline.relay_gc import read_gc_ts, replay_floor
 from sparkcdc.pipeline.runner import SparkRunner
 from tests.fixtures.mariadb import FreshDatabase
-from tests.integration.pipeline.conftest import wait_for, wait_relay_caught_up
+from tests.integration.pipeline.conftest import wait_relay_caught_up
 from tests.integration.pipeline.replay import replay
+from tests.support import wait_for
 
 pytestmark = pytest.mark.integration
 

@@ -23,9 +23,10 @@ from sparkcdc.pipeline.spec import FeedSpec
 from sparkcdc.storage.external import ExternalStorage
 from tests.fixtures.mariadb import FreshDatabase
 from tests.integration.consumer.servers import downstream_server, run_sql, target  # noqa: F401
-from tests.integration.pipeline.conftest import PullerThread, wait_for
+from tests.integration.pipeline.conftest import PullerThread
 from tests.integration.pipeline.replay import keyless_replay, layout_violations, replay, text
 from tests.integration.pipeline.test_query import expected
+from tests.support import wait_for
 
 pytestmark = pytest.mark.integration
 

@@ -1,0 +1,96 @@
+"""Helpers every integration and e2e test shares, and the map of the servers the tests share.
+
+Servers (pytest fixtures from ``tests/fixtures/``, loaded by ``tests/conftest.py``). Each starts on free ports with a
+private directory, at most once per pytest process, and is stopped by its PID at the end. ``scripts/test.sh`` runs
+pytest-xdist workers: each worker is its own process, so it starts its own copy of every server it uses and no
+test sees another worker's data.
+
+==========================  ========  =================================================================================
+fixture                     scope     what a test gets
+==========================  ========  =================================================================================
+``mariadb``                 session   the upstream MariaDB (binlog ROW/FULL, utf8mb4)
+``fresh_db``                test      a new database on it (``.name``, ``.execute``, ``.query``), dropped after
+``downstream_server``       session   a second MariaDB; ``target`` / ``source`` are ``MysqlTarget`` s of the two
+                                      (``tests.integration.consumer.servers``: import them into the test module)
+``kafka_broker``            session   a tansu broker in memory (``.bootstrap``): use topics of your own
+``etcd``                    session   a one-member etcd (``.endpoint``): use a cluster id or key prefix of your own
+``moto_server`` ...         session   S3, GCS and Azure Blob emulators; ``sink_root`` runs a test on each backend
+``spark``                   session   one in-process SparkSession (``local[2]``)
+``spark_server``            test      the test module's ``cdc server`` (Spark runner, upstream ``mariadb``), see below
+==========================  ========  =================================================================================
+
+The shared ``cdc server``. Starting one costs a JVM and a Spark session (10-20 s of CPU on two cores), so a module's
+tests share one unless the process's life is what they test (kill -9, signals, restarts: those build their own
+``SparkServer``). ``spark_server`` is that server; after each test every changefeed on it is removed, so a test
+starts on a server without changefeeds. A test on it:
+
+* names its changefeeds as it likes (the next test gets them removed) and filters them to its own database
+  (``[filter] rules = ["<fresh_db.name>.*"]``): the server captures everything the session's MariaDB writes;
+* removes its changefeed (``spark_server.remove(cf)``) where it used to stop its server before reading the sink:
+  removal stops the query between micro-batches, so nothing is written after it;
+* reads ``spark_server.log`` (the whole module's log) instead of a log of its own.
+
+Options for the whole module (extra ``cdc server`` arguments or environment) come from a module-level override of
+the ``spark_server_options`` fixture, returning :class:`ServerOptions`.
+
+Parallel runs. xdist runs test modules on two workers (``--dist loadgroup``); tests in one ``xdist_group`` run on one
+worker, one after another. Tests whose subject is timing or killing processes take the ``exclusive`` mark: they wait
+until no other test runs and no other test starts until they end (a file lock shared by the workers,
+``tests/fixtures/exclusive.py``).
+"""
+
+from __future__ import annotations
+
+import os
+import sys
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import TypeVar
+
+from sparkcdc.devtools.mariadb import free_port
+
+__all__ = ["CDC", "ServerOptions", "free_port", "server_env", "wait_for"]
+
+CDC = str(Path(sys.executable).parent / "cdc")
+
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class ServerOptions:
+    """Module-wide settings of the shared ``cdc server``: extra command-line arguments and environment."""
+
+    args: tuple[str, ...] = ()
+    env: dict[str, str] = field(default_factory=dict)
+
+
+def server_env(extra: dict[str, str] | None = None) -> dict[str, str]:
+    """The environment a ``cdc`` subprocess needs: this interpreter as Spark's Python, Spark on loopback."""
+    env = dict(os.environ)
+    env.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    env.setdefault("PYSPARK_PYTHON", sys.executable)
+    env.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
+    env.update(extra or {})
+    return env
+
+
+def wait_for(
+    cond: Callable[[], T],
+    timeout: float = 20.0,
+    what: str = "condition",
+    interval: float = 0.05,
+    detail: Callable[[], object] | None = None,
+) -> T:
+    """Poll ``cond`` until it returns something true, and return that; after ``timeout`` seconds fail with ``what``
+    (and ``detail()``, e.g. a server's log tail). ``cond`` may itself assert, to fail at once on a bad state."""
+    deadline = time.monotonic() + timeout
+    while True:
+        value = cond()
+        if value:
+            return value
+        if time.monotonic() > deadline:
+            extra = f": {detail()}" if detail is not None else ""
+            raise AssertionError(f"timed out after {timeout}s waiting for {what}{extra}")
+        time.sleep(interval)
