@@ -19,8 +19,10 @@ echo "== cargo fmt, clippy, test (native/)"
 (cd native && cargo fmt --check && PYO3_PYTHON="$VENV/bin/python" cargo clippy -q --all-targets -- -D warnings \
   && PYO3_PYTHON="$VENV/bin/python" cargo test -q)
 echo "== pytest"
+# Two xdist workers share the machine's two cores; a test module's tests stay on one worker and tests marked
+# exclusive run alone (tests/fixtures/scheduling.py). The slowest tests are printed at the end.
 set +e
-pytest --durations=25 "$@"
+pytest -n "${SPARKCDC_TEST_WORKERS:-2}" --dist loadgroup --durations=25 "$@"
 rc=$?
 set -e
 if [ "$rc" -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi

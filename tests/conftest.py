@@ -9,5 +9,5 @@ pytest_plugins = [
     "tests.fixtures.etcd",
     "tests.fixtures.tls",
     "tests.fixtures.cdc_server",
-    "tests.fixtures.exclusive",
+    "tests.fixtures.scheduling",
 ]

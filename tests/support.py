@@ -33,10 +33,10 @@ starts on a server without changefeeds. A test on it:
 Options for the whole module (extra ``cdc server`` arguments or environment) come from a module-level override of
 the ``spark_server_options`` fixture, returning :class:`ServerOptions`.
 
-Parallel runs. xdist runs test modules on two workers (``--dist loadgroup``); tests in one ``xdist_group`` run on one
-worker, one after another. Tests whose subject is timing or killing processes take the ``exclusive`` mark: they wait
-until no other test runs and no other test starts until they end (a file lock shared by the workers,
-``tests/fixtures/exclusive.py``).
+Parallel runs (``tests/fixtures/scheduling.py``). ``scripts/test.sh`` runs two xdist workers with ``--dist loadgroup``:
+an integration or e2e module is one ``xdist_group`` (its tests run on one worker, one after another), unit tests are
+spread one by one. A test that holds a measured time to a bound takes the ``exclusive`` mark: it waits until no other
+test runs, and no other test starts until it ends.
 """
 
 from __future__ import annotations
