@@ -19,7 +19,6 @@ import pytest
 
 from sparkcdc.codec.base import message_decoder
 from sparkcdc.devtools.kafka import KafkaBroker, Partitions, read_topic
-from sparkcdc.devtools.mariadb import MariaDB
 from sparkcdc.model import RowChange
 from sparkcdc.pipeline.source_rows import image
 from tests.fixtures.mariadb import FreshDatabase
@@ -96,32 +95,31 @@ def extra_ddls(work: Workload, db: FreshDatabase) -> None:
 
 @pytest.mark.parametrize("flavour", sorted(PROTOCOLS))
 def test_changefeed_to_kafka(
-    flavour: str, fresh_db: FreshDatabase, mariadb: MariaDB, kafka_broker: KafkaBroker, tmp_path: Path, spark: Any
-) -> None:
+    flavour: str, fresh_db: FreshDatabase, spark_server: SparkServer, kafka_broker: KafkaBroker, tmp_path: Path,
+    spark: Any,
+) -> None:  # fmt: skip
     params, codec_toml, decode_options = PROTOCOLS[flavour]
     protocol = params.split("&")[0].split("=")[1]
     db = fresh_db
     default_topic = f"{db.name}-{flavour}-default"
     work = Workload(db, tables=3, ddl_every=25)
     work.create()
-    server = SparkServer(tmp_path, mariadb.port or 0).start()
-    try:
-        cfg = tmp_path / "cf.toml"
-        dispatcher = f'{{matcher = ["{db.name}.*"], topic = "{{schema}}_{{table}}", partition = "index-value"}}'
-        cfg.write_text(f'[filter]\nrules = ["{db.name}.*"]\n\n[sink]\ndispatchers = [{dispatcher}]\n' + codec_toml)
-        uri = f"kafka://{kafka_broker.bootstrap}/{default_topic}?{params}&partition-num=3"
-        created = server.cli("create", "--sink-uri", uri, "--changefeed-id", "cf-kafka", "--config", str(cfg))
-        assert created.returncode == 0, created.stderr + created.stdout
-        for i in range(80):
-            work.step(i)
-        extra_ddls(work, db)
-        for i in range(80, 120):
-            work.step(i)
-        end = now_tso(db)
-        state = wait_checkpoint(server, "cf-kafka", end)
-        assert state["checkpoint_ts"] >= end
-    finally:
-        server.stop()
+    server = spark_server
+    cfg = tmp_path / "cf.toml"
+    dispatcher = f'{{matcher = ["{db.name}.*"], topic = "{{schema}}_{{table}}", partition = "index-value"}}'
+    cfg.write_text(f'[filter]\nrules = ["{db.name}.*"]\n\n[sink]\ndispatchers = [{dispatcher}]\n' + codec_toml)
+    uri = f"kafka://{kafka_broker.bootstrap}/{default_topic}?{params}&partition-num=3"
+    created = server.cli("create", "--sink-uri", uri, "--changefeed-id", "cf-kafka", "--config", str(cfg))
+    assert created.returncode == 0, created.stderr + created.stdout
+    for i in range(80):
+        work.step(i)
+    extra_ddls(work, db)
+    for i in range(80, 120):
+        work.step(i)
+    end = now_tso(db)
+    state = wait_checkpoint(server, "cf-kafka", end)
+    assert state["checkpoint_ts"] >= end
+    server.remove("cf-kafka")  # nothing more is sent while the topics are read
 
     tables = [f"{db.name}_{n}" for n in (*work.names, "w2")]
     topics = {t: read_topic(kafka_broker.bootstrap, t) for t in tables}
@@ -154,7 +152,7 @@ def test_changefeed_to_kafka(
 
 
 def test_kafka_changefeed_errors_are_clear_and_secret_free(
-    fresh_db: FreshDatabase, mariadb: MariaDB, kafka_broker: KafkaBroker, tmp_path: Path
+    fresh_db: FreshDatabase, spark_server: SparkServer, kafka_broker: KafkaBroker, tmp_path: Path
 ) -> None:
     """An oversized row with large-message-handle-option none fails the changefeed with TiCDC's code; a changefeed
     whose SASL login cannot work is refused at create, as TiCDC refuses it, in one line; its password appears
@@ -162,31 +160,28 @@ def test_kafka_changefeed_errors_are_clear_and_secret_free(
     db = fresh_db
     db.execute("CREATE TABLE big (id INT PRIMARY KEY, v TEXT)")
     secret = "hunter2-kafka-secret"
-    server = SparkServer(tmp_path, mariadb.port or 0).start()
-    try:
-        cfg = tmp_path / "cf.toml"
-        cfg.write_text(f'[filter]\nrules = ["{db.name}.*"]\n')
-        big = f"kafka://{kafka_broker.bootstrap}/{db.name}-big?protocol=simple&max-message-bytes=4096"
-        created = server.cli("create", "--sink-uri", big, "--changefeed-id", "cf-big", "--config", str(cfg))
-        assert created.returncode == 0, created.stderr + created.stdout
-        sasl = (f"kafka://{kafka_broker.bootstrap}/{db.name}-sasl?protocol=simple&sasl-mechanism=plain"
-                f"&sasl-user=cdc&sasl-password={secret}&dial-timeout=2s")  # fmt: skip
-        refused = server.cli("create", "--sink-uri", sasl, "--changefeed-id", "cf-sasl", "--config", str(cfg))
-        assert refused.returncode != 0 and "Traceback" not in refused.stderr, refused.stderr
-        assert f"[CDC:ErrKafkaNewProducer] cannot reach the Kafka cluster at {kafka_broker.bootstrap}" in (
-            refused.stderr.strip().splitlines()[-1]), refused.stderr  # fmt: skip
-        db.execute("INSERT INTO big VALUES (1, 'small')", "INSERT INTO big VALUES (2, REPEAT('x', 6000))")
-        deadline = time.monotonic() + 120
-        while (state := server.changefeed("cf-big"))["state"] != "failed":
-            assert time.monotonic() < deadline, state
-            time.sleep(0.3)
-        assert state["error"]["code"] == "CDC:ErrMessageTooLarge", state
-        assert "max-message-bytes" in state["error"]["message"]
-        shown = [server.cli(*args) for args in (("list",), ("query", "-c", "cf-big"))]
-        assert all(r.returncode == 0 for r in shown), shown
-        assert [cf["id"] for cf in json.loads(shown[0].stdout)] == ["cf-big"]  # nothing was created for cf-sasl
-        texts = [refused.stdout + refused.stderr] + [r.stdout + r.stderr for r in shown]
-    finally:
-        server.stop()
-    texts.append((tmp_path / "server.log").read_text() + (tmp_path / "server.out").read_text())
+    server = spark_server
+    cfg = tmp_path / "cf.toml"
+    cfg.write_text(f'[filter]\nrules = ["{db.name}.*"]\n')
+    big = f"kafka://{kafka_broker.bootstrap}/{db.name}-big?protocol=simple&max-message-bytes=4096"
+    created = server.cli("create", "--sink-uri", big, "--changefeed-id", "cf-big", "--config", str(cfg))
+    assert created.returncode == 0, created.stderr + created.stdout
+    sasl = (f"kafka://{kafka_broker.bootstrap}/{db.name}-sasl?protocol=simple&sasl-mechanism=plain"
+            f"&sasl-user=cdc&sasl-password={secret}&dial-timeout=2s")  # fmt: skip
+    refused = server.cli("create", "--sink-uri", sasl, "--changefeed-id", "cf-sasl", "--config", str(cfg))
+    assert refused.returncode != 0 and "Traceback" not in refused.stderr, refused.stderr
+    assert f"[CDC:ErrKafkaNewProducer] cannot reach the Kafka cluster at {kafka_broker.bootstrap}" in (
+        refused.stderr.strip().splitlines()[-1]), refused.stderr  # fmt: skip
+    db.execute("INSERT INTO big VALUES (1, 'small')", "INSERT INTO big VALUES (2, REPEAT('x', 6000))")
+    deadline = time.monotonic() + 120
+    while (state := server.changefeed("cf-big"))["state"] != "failed":
+        assert time.monotonic() < deadline, state
+        time.sleep(0.3)
+    assert state["error"]["code"] == "CDC:ErrMessageTooLarge", state
+    assert "max-message-bytes" in state["error"]["message"]
+    shown = [server.cli(*args) for args in (("list",), ("query", "-c", "cf-big"))]
+    assert all(r.returncode == 0 for r in shown), shown
+    assert [cf["id"] for cf in json.loads(shown[0].stdout)] == ["cf-big"]  # nothing was created for cf-sasl
+    texts = [refused.stdout + refused.stderr] + [r.stdout + r.stderr for r in shown]
+    texts.append(server.log.read_text() + (server.root / "server.out").read_text())
     assert not [t for t in texts if secret in t]
