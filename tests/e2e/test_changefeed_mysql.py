@@ -11,15 +11,21 @@ from typing import Any
 
 import pytest
 
-from sparkcdc.devtools.mariadb import MariaDB
 from sparkcdc.mysql.target import MysqlTarget
 from tests.e2e.downstream import check, mysql_uri
 from tests.e2e.test_consumer_changefeed import SETUP, WORKLOAD
 from tests.fixtures.mariadb import FreshDatabase
 from tests.integration.consumer.servers import downstream_server, run_sql, target  # noqa: F401
 from tests.integration.pipeline.server import SparkServer, now_tso
+from tests.support import ServerOptions
 
 pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture(scope="module")
+def spark_server_options() -> ServerOptions:
+    """A sink's idle connections close after 2 s (instead of 10 min): the removed changefeed's test waits for it."""
+    return ServerOptions(env={"SPARKCDC_SINK_IDLE_SECONDS": "2"})
 
 TYPES = ("CREATE TABLE ty (id BIGINT UNSIGNED PRIMARY KEY, dt DATETIME(6), j JSON, b BIT(10), e ENUM('a','b','c'), "
          "s SET('x','y','z'), bin VARBINARY(16), t TEXT, f DOUBLE, d DECIMAL(30,10), u TINYINT UNSIGNED, c CHAR(4)) "
@@ -45,7 +51,7 @@ MORE = [
 
 def test_changefeed_into_mysql_matches_upstream(
     fresh_db: FreshDatabase,
-    mariadb: MariaDB,
+    spark_server: SparkServer,
     target: MysqlTarget,  # noqa: F811
     tmp_path: Path,
 ) -> None:
@@ -56,21 +62,19 @@ def test_changefeed_into_mysql_matches_upstream(
             f"CREATE DATABASE `{db.name}`", *tables)  # fmt: skip  (as after a snapshot import)
     cfg = tmp_path / "cf.toml"
     cfg.write_text(f'[filter]\nrules = ["{db.name}.*"]\n')
-    server = SparkServer(tmp_path, mariadb.port or 0).start()
-    try:
-        uri = mysql_uri(target.host, target.port, "?worker-count=4&max-txn-row=64")
-        created = server.cli("create", "--sink-uri", uri, "--changefeed-id", "to-mysql", "--config", str(cfg))
-        assert created.returncode == 0, created.stderr + created.stdout
-        db.execute(*TYPE_ROWS, *WORKLOAD, *MORE)
-        end = now_tso(db)
-        deadline = time.monotonic() + 240
-        while (state := server.changefeed("to-mysql"))["checkpoint_ts"] < end:
-            assert state["state"] == "normal" and time.monotonic() < deadline, (state, server.tail())
-            time.sleep(0.3)
-        listed = server.cli("query", "--changefeed-id", "to-mysql")
-        assert listed.returncode == 0 and "root@" in listed.stdout, listed.stdout + listed.stderr
-    finally:
-        server.stop()
+    server = spark_server
+    uri = mysql_uri(target.host, target.port, "?worker-count=4&max-txn-row=64")
+    created = server.cli("create", "--sink-uri", uri, "--changefeed-id", "to-mysql", "--config", str(cfg))
+    assert created.returncode == 0, created.stderr + created.stdout
+    db.execute(*TYPE_ROWS, *WORKLOAD, *MORE)
+    end = now_tso(db)
+    deadline = time.monotonic() + 240
+    while (state := server.changefeed("to-mysql"))["checkpoint_ts"] < end:
+        assert state["state"] == "normal" and time.monotonic() < deadline, (state, server.tail())
+        time.sleep(0.3)
+    listed = server.cli("query", "--changefeed-id", "to-mysql")
+    assert listed.returncode == 0 and "root@" in listed.stdout, listed.stdout + listed.stderr
+    server.remove("to-mysql")
     doc = check(db.server.connect_kwargs(), target, db.name)
     assert doc["match"], doc
     assert {t["table"]: t["target_rows"] for t in doc["tables"]} == {"a": 5, "b2": 4, "gone": 1, "part": 4, "ty": 3}
@@ -78,7 +82,7 @@ def test_changefeed_into_mysql_matches_upstream(
 
 def test_a_removed_changefeed_closes_its_downstream_connections(
     fresh_db: FreshDatabase,
-    mariadb: MariaDB,
+    spark_server: SparkServer,
     target: MysqlTarget,  # noqa: F811
     tmp_path: Path,
 ) -> None:
@@ -95,31 +99,28 @@ def test_a_removed_changefeed_closes_its_downstream_connections(
 
     cfg = tmp_path / "cf.toml"
     cfg.write_text(f'[filter]\nrules = ["{db.name}.*"]\n')
-    server = SparkServer(tmp_path, mariadb.port or 0, env={"SPARKCDC_SINK_IDLE_SECONDS": "2"}).start()
-    try:
-        uri = f"mysql://cfgone:pw@{target.host}:{target.port}/"
-        created = server.cli("create", "--sink-uri", uri, "--changefeed-id", "gone", "--config", str(cfg))
-        assert created.returncode == 0, created.stderr + created.stdout
-        db.execute(*(f"INSERT INTO k VALUES ({i}, {i})" for i in range(20)))
-        end = now_tso(db)
-        deadline = time.monotonic() + 120
-        while (state := server.changefeed("gone"))["checkpoint_ts"] < end:
-            assert state["state"] == "normal" and time.monotonic() < deadline, (state, server.tail())
-            time.sleep(0.3)
-        assert connections() > 0  # the engine's connections stay open between batches
-        assert server.cli("remove", "--changefeed-id", "gone").returncode == 0
-        deadline = time.monotonic() + 60
-        while (left := connections()) and time.monotonic() < deadline:
-            time.sleep(0.5)
-        assert left == 0, server.tail()
-    finally:
-        server.stop()
+    server = spark_server  # started with SPARKCDC_SINK_IDLE_SECONDS=2 (spark_server_options)
+    uri = f"mysql://cfgone:pw@{target.host}:{target.port}/"
+    created = server.cli("create", "--sink-uri", uri, "--changefeed-id", "gone", "--config", str(cfg))
+    assert created.returncode == 0, created.stderr + created.stdout
+    db.execute(*(f"INSERT INTO k VALUES ({i}, {i})" for i in range(20)))
+    end = now_tso(db)
+    deadline = time.monotonic() + 120
+    while (state := server.changefeed("gone"))["checkpoint_ts"] < end:
+        assert state["state"] == "normal" and time.monotonic() < deadline, (state, server.tail())
+        time.sleep(0.3)
+    assert connections() > 0  # the engine's connections stay open between batches
+    assert server.cli("remove", "--changefeed-id", "gone").returncode == 0
+    deadline = time.monotonic() + 60
+    while (left := connections()) and time.monotonic() < deadline:
+        time.sleep(0.5)
+    assert left == 0, server.tail()
     assert run_sql(target, f"SELECT COUNT(*) FROM `{db.name}`.k")[0][0] == 20
 
 
 def test_sync_points_name_points_where_the_downstream_equals_the_upstream(
     fresh_db: FreshDatabase,
-    mariadb: MariaDB,
+    spark_server: SparkServer,
     target: MysqlTarget,  # noqa: F811
     tmp_path: Path,
 ) -> None:
@@ -133,7 +134,7 @@ def test_sync_points_name_points_where_the_downstream_equals_the_upstream(
             f"CREATE DATABASE `{db.name}`", *tables)  # fmt: skip
     cfg = tmp_path / "cf.toml"
     cfg.write_text(f'enable-sync-point = true\nsync-point-interval = "30s"\n[filter]\nrules = ["{db.name}.*"]\n')
-    server = SparkServer(tmp_path, mariadb.port or 0).start()
+    server = spark_server
 
     def points() -> list[tuple[Any, ...]]:
         """The sync points so far (none before the sink created its table)."""
@@ -143,22 +144,19 @@ def test_sync_points_name_points_where_the_downstream_equals_the_upstream(
         return run_sql(target, "SELECT ticdc_cluster_id, changefeed, CAST(primary_ts AS UNSIGNED), secondary_ts "
                                "FROM tidb_cdc.syncpoint_v1 ORDER BY 3")  # fmt: skip
 
-    try:
-        created = server.cli("create", "--sink-uri", mysql_uri(target.host, target.port), "--changefeed-id", "sp",
-                             "--config", str(cfg))  # fmt: skip
-        assert created.returncode == 0, created.stderr + created.stdout
-        db.execute(*WORKLOAD)
-        quiet = now_tso(db)  # nothing is written upstream after this
-        deadline = time.monotonic() + 100
+    created = server.cli("create", "--sink-uri", mysql_uri(target.host, target.port), "--changefeed-id", "sp",
+                         "--config", str(cfg))  # fmt: skip
+    assert created.returncode == 0, created.stderr + created.stdout
+    db.execute(*WORKLOAD)
+    quiet = now_tso(db)  # nothing is written upstream after this
+    deadline = time.monotonic() + 100
+    found = points()
+    while sum(p[2] > quiet for p in found) < 2:
+        assert server.changefeed("sp")["state"] == "normal" and time.monotonic() < deadline, (found, server.tail())
+        time.sleep(1)
         found = points()
-        while sum(p[2] > quiet for p in found) < 2:
-            assert server.changefeed("sp")["state"] == "normal" and time.monotonic() < deadline, (found, server.tail())
-            time.sleep(1)
-            found = points()
-        doc = check(db.server.connect_kwargs(), target, db.name)
-        gtid = run_sql(target, "SELECT @@gtid_binlog_pos")[0][0]
-    finally:
-        server.stop()
+    doc = check(db.server.connect_kwargs(), target, db.name)
+    gtid = run_sql(target, "SELECT @@gtid_binlog_pos")[0][0]
     assert doc["match"], doc
     assert {(p[0], p[1]) for p in found} == {("default", "default/sp")}
     primaries = [p[2] for p in found]
