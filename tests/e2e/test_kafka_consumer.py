@@ -16,7 +16,6 @@ from typing import Any
 import pytest
 
 from sparkcdc.devtools.kafka import KafkaBroker, read_topic
-from sparkcdc.devtools.mariadb import MariaDB
 from sparkcdc.mysql.target import MysqlTarget
 from tests.e2e.downstream import check, mysql_uri
 from tests.e2e.test_consumer_changefeed import CDC, SETUP, WORKLOAD
@@ -33,30 +32,28 @@ FLAVOURS = {
 }
 
 
-def replicate_to_kafka(db: FreshDatabase, mariadb: MariaDB, tmp_path: Path, uri: str, codec_toml: str,
+def replicate_to_kafka(db: FreshDatabase, server: SparkServer, tmp_path: Path, uri: str, codec_toml: str,
                        workload: Callable[[Callable[[], None]], None]) -> Path:  # fmt: skip
-    """A changefeed of ``db`` to ``uri`` (index-value dispatch) while ``workload`` runs, until its checkpoint
-    covers it; returns the changefeed's config file (the consumer reads it too). ``workload`` gets a function that
-    waits until the changefeed's checkpoint covers everything committed upstream so far."""
+    """A changefeed of ``db`` to ``uri`` (index-value dispatch) on ``server`` while ``workload`` runs, until its
+    checkpoint covers it, then removed; returns the changefeed's config file (the consumer reads it too).
+    ``workload`` gets a function that waits until the changefeed's checkpoint covers everything committed upstream
+    so far."""
     cfg = tmp_path / "cf.toml"
     dispatcher = f'{{matcher = ["{db.name}.*"], partition = "index-value"}}'
     cfg.write_text(f'[filter]\nrules = ["{db.name}.*"]\n\n[sink]\ndispatchers = [{dispatcher}]\n' + codec_toml)
-    server = SparkServer(tmp_path, mariadb.port or 0).start()
-    try:
-        created = server.cli("create", "--sink-uri", uri, "--changefeed-id", "cf", "--config", str(cfg))
-        assert created.returncode == 0, created.stderr + created.stdout
+    created = server.cli("create", "--sink-uri", uri, "--changefeed-id", "cf", "--config", str(cfg))
+    assert created.returncode == 0, created.stderr + created.stdout
 
-        def caught_up() -> None:
-            end = now_tso(db)
-            deadline = time.monotonic() + 240
-            while (state := server.changefeed("cf"))["checkpoint_ts"] < end:
-                assert state["state"] == "normal" and time.monotonic() < deadline, (state, server.tail())
-                time.sleep(0.3)
+    def caught_up() -> None:
+        end = now_tso(db)
+        deadline = time.monotonic() + 240
+        while (state := server.changefeed("cf"))["checkpoint_ts"] < end:
+            assert state["state"] == "normal" and time.monotonic() < deadline, (state, server.tail())
+            time.sleep(0.3)
 
-        workload(caught_up)
-        caught_up()
-    finally:
-        server.stop()
+    workload(caught_up)
+    caught_up()
+    server.remove("cf")
     return cfg
 
 
@@ -64,7 +61,7 @@ def replicate_to_kafka(db: FreshDatabase, mariadb: MariaDB, tmp_path: Path, uri:
 def test_changefeed_kafka_consumer_check(
     flavour: str,
     fresh_db: FreshDatabase,
-    mariadb: MariaDB,
+    spark_server: SparkServer,
     kafka_broker: KafkaBroker,
     target: MysqlTarget,  # noqa: F811
     tmp_path: Path,
@@ -75,7 +72,7 @@ def test_changefeed_kafka_consumer_check(
             f"CREATE DATABASE `{db.name}`")  # fmt: skip
     topic = f"{db.name}-{flavour}"
     uri = f"kafka://{kafka_broker.bootstrap}/{topic}?{params}&partition-num=3"
-    cfg = replicate_to_kafka(db, mariadb, tmp_path, uri, codec_toml, lambda _: db.execute(*SETUP, *WORKLOAD))
+    cfg = replicate_to_kafka(db, spark_server, tmp_path, uri, codec_toml, lambda _: db.execute(*SETUP, *WORKLOAD))
     log = tmp_path / "consumer.log"
     doc = consume_until_match(uri, cfg, f"g-{topic}", db, target, log)
     assert {t["table"] for t in doc["tables"]} == {"a", "b2", "gone", "part"}, doc
@@ -122,7 +119,7 @@ def starts(log: Path) -> int:
 
 def test_kill_9_of_the_consumer_during_apply_loses_and_repeats_nothing(
     fresh_db: FreshDatabase,
-    mariadb: MariaDB,
+    spark_server: SparkServer,
     kafka_broker: KafkaBroker,
     target: MysqlTarget,  # noqa: F811
     tmp_path: Path,
@@ -143,7 +140,7 @@ def test_kill_9_of_the_consumer_during_apply_loses_and_repeats_nothing(
         db.execute("ALTER TABLE k ADD COLUMN extra INT DEFAULT 3", "UPDATE k SET extra = id % 7 WHERE id < 500",
                    "DELETE FROM k WHERE id % 11 = 0")  # fmt: skip
 
-    cfg = replicate_to_kafka(db, mariadb, tmp_path, uri, "", workload)
+    cfg = replicate_to_kafka(db, spark_server, tmp_path, uri, "", workload)
     log = tmp_path / "consumer.log"
     command = [CDC, "kafka-consumer", "--upstream-uri", uri, "--downstream-uri", mysql_uri(target.host, target.port),
                "--config", str(cfg), "--consumer-group-id", f"g-{topic}", "--log-file", str(log), "--quiet",
@@ -189,7 +186,7 @@ def test_kill_9_of_the_consumer_during_apply_loses_and_repeats_nothing(
 
 def test_a_consumer_joining_mid_stream_on_a_simple_topic_matches_upstream(
     fresh_db: FreshDatabase,
-    mariadb: MariaDB,
+    spark_server: SparkServer,
     kafka_broker: KafkaBroker,
     target: MysqlTarget,  # noqa: F811
     tmp_path: Path,
@@ -222,7 +219,7 @@ def test_a_consumer_joining_mid_stream_on_a_simple_topic_matches_upstream(
         db.execute("INSERT INTO n VALUES (200, 2000)", "INSERT INTO m (id, v, w) VALUES (200, 'm200', 1)")
 
     uri = f"kafka://{kafka_broker.bootstrap}/{topic}?{params}"
-    cfg = replicate_to_kafka(db, mariadb, tmp_path, uri, codec, workload)
+    cfg = replicate_to_kafka(db, spark_server, tmp_path, uri, codec, workload)
     held = copy_tail(kafka_broker.bootstrap, topic, tail_topic, after_cut)
     assert held, "the tail must start with rows whose schema the consumer does not know yet"
     log = tmp_path / "consumer.log"
