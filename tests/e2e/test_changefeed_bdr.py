@@ -1,14 +1,14 @@
 """Bidirectional replication: MariaDB A <-> MariaDB B with changefeeds A->B and B->A in ``bdr-mode`` (one ``cdc
-server`` per upstream), both sides written for 60 s: both converge (``cdc check`` zero difference) and the binlogs
-show every change replicated exactly once each way: on each server, the sink's marked transactions are exactly the
-other side's user transactions, none of its own coming back."""
+server`` per upstream), both sides written until each changefeed has replicated some of them and each side has written
+more than TRANSACTIONS: both converge (``cdc check`` zero difference) and the binlogs show every change replicated
+exactly once each way: on each server, the sink's marked transactions are exactly the other side's user
+transactions, none of its own coming back."""
 
 from __future__ import annotations
 
 import collections
 import random
 import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
@@ -22,10 +22,11 @@ from tests.e2e.test_changefeed_kafka import wait_checkpoint
 from tests.fixtures.mariadb import FreshDatabase
 from tests.integration.consumer.servers import run_sql, target_of
 from tests.integration.pipeline.server import SparkServer, now_tso
+from tests.support import wait_for
 
 pytestmark = pytest.mark.e2e
 
-SECONDS = 60.0
+TRANSACTIONS = 150  # per side, about 15 s of writing
 TABLE = "CREATE TABLE t (id INT PRIMARY KEY, origin CHAR(1) NOT NULL, n INT NOT NULL)"
 
 
@@ -122,7 +123,14 @@ def test_bidirectional_replication_converges_without_echo(
             assert created.returncode == 0, created.stderr + created.stdout
         for w in writers:
             w.thread.start()
-        time.sleep(SECONDS)
+        began = now_tso(fresh_db)
+
+        def written_and_replicating() -> bool:
+            assert all(w.error is None for w in writers), [w.error for w in writers]
+            return all(w.transactions > TRANSACTIONS for w in writers) and all(
+                server.changefeed(cf)["checkpoint_ts"] > began for server, cf in zip(servers, ("a-to-b", "b-to-a")))
+
+        wait_for(written_and_replicating, 240, "both sides written while both changefeeds replicate", 0.5)
         for w in writers:
             w.stop.set()
             w.thread.join(30)
