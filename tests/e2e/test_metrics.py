@@ -21,6 +21,7 @@ from sparkcdc.server.lag_history import SAMPLE_S as LAG_SAMPLE_S
 from sparkcdc.storage.external import ExternalStorage
 from tests.fixtures.mariadb import FreshDatabase
 from tests.integration.pipeline.server import CheckpointWatch, SparkServer, Workload, now_tso
+from tests.support import wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -71,7 +72,9 @@ def test_metrics_and_status_page_follow_a_changefeed(fresh_db: FreshDatabase, ma
             if caught_up["ticdc_sink_dml_event_count"].get(LABELS) == dml_messages(sink):
                 break
             caught_up = scrape(server)
-        time.sleep(LAG_SAMPLE_S)  # one more lag sample: the chart has a line
+        # two lag samples (one per SAMPLE_S): the chart has a line
+        wait_for(lambda: len(chart_points(httpx.get(server.url + "/dashboard", timeout=10).text)) >= 2,
+                 LAG_SAMPLE_S + 30, "a second lag sample", 0.5)  # fmt: skip
         dom = chromium("--dump-dom", server.url + "/dashboard")
         shot = tmp_path / "dashboard.png"
         chromium("--window-size=1200,900", f"--screenshot={shot}", server.url + "/dashboard")
@@ -102,8 +105,7 @@ def test_metrics_and_status_page_follow_a_changefeed(fresh_db: FreshDatabase, ma
     assert row is not None, dom[:2000]
     assert '<td class="state normal">normal</td>' in row.group(1)
     assert re.search(r'<td class="num lag">[0-9.]+s</td>', row.group(1)), row.group(1)
-    chart = re.search(r'<figure data-changefeed="default/metered">.*?<polyline[^>]*points="([^"]+)"', dom, re.S)
-    assert chart is not None and len(chart.group(1).split()) >= 2, dom[:3000]
+    assert len(chart_points(dom)) >= 2, dom[:3000]
     assert re.search(r'<table id="captures">.*<td>owner</td>', dom, re.S)
     with Image.open(shot) as img:
         assert img.size == (1200, 900)
@@ -111,6 +113,12 @@ def test_metrics_and_status_page_follow_a_changefeed(fresh_db: FreshDatabase, ma
     line = bytes(LINE_RGB)
     blue = sum(1 for i in range(0, len(rgb), 3) if rgb[i : i + 3] == line)
     assert blue > 50, blue  # the lag line is drawn
+
+
+def chart_points(dom: str) -> list[str]:
+    """The points of the changefeed's lag chart on the status page."""
+    chart = re.search(r'<figure data-changefeed="default/metered">.*?<polyline[^>]*points="([^"]+)"', dom, re.S)
+    return chart.group(1).split() if chart else []
 
 
 def relay_start(server: SparkServer) -> int:
