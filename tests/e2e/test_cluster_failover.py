@@ -169,7 +169,7 @@ def test_etcd_gone_for_ten_seconds_the_owner_steps_down_and_the_cluster_recovers
     for s in servers:
         s.root.mkdir()
     sink = tmp_path / "sink"
-    sink_uri = f"file://{sink}?protocol=canal-json&enable-tidb-extension=true"
+    sink_uri = f"file://{sink}?protocol=canal-json&enable-tidb-extension=true&flush-interval=1s"
     bg = Background(Bursts(work))
     both_owners: list[float] = []
     watching = threading.Event()
