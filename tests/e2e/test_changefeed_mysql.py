@@ -15,7 +15,7 @@ from sparkcdc.mysql.target import MysqlTarget
 from tests.e2e.downstream import check, mysql_uri
 from tests.e2e.test_consumer_changefeed import SETUP, WORKLOAD
 from tests.fixtures.mariadb import FreshDatabase
-from tests.integration.consumer.servers import downstream_server, run_sql, target  # noqa: F401
+from tests.integration.consumer.servers import run_sql
 from tests.integration.pipeline.server import SparkServer, now_tso
 from tests.support import ServerOptions
 
@@ -52,7 +52,7 @@ MORE = [
 def test_changefeed_into_mysql_matches_upstream(
     fresh_db: FreshDatabase,
     spark_server: SparkServer,
-    target: MysqlTarget,  # noqa: F811
+    target: MysqlTarget,
     tmp_path: Path,
 ) -> None:
     db = fresh_db
@@ -83,7 +83,7 @@ def test_changefeed_into_mysql_matches_upstream(
 def test_a_removed_changefeed_closes_its_downstream_connections(
     fresh_db: FreshDatabase,
     spark_server: SparkServer,
-    target: MysqlTarget,  # noqa: F811
+    target: MysqlTarget,
     tmp_path: Path,
 ) -> None:
     """Spark keeps its Python workers; the sink's connections in them go once unused (here after 2 s), so a server
@@ -121,7 +121,7 @@ def test_a_removed_changefeed_closes_its_downstream_connections(
 def test_sync_points_name_points_where_the_downstream_equals_the_upstream(
     fresh_db: FreshDatabase,
     spark_server: SparkServer,
-    target: MysqlTarget,  # noqa: F811
+    target: MysqlTarget,
     tmp_path: Path,
 ) -> None:
     """With ``enable-sync-point`` and the shortest interval TiCDC allows (30 s), rows appear in

@@ -27,7 +27,7 @@ from tests.e2e.downstream import check, mysql_uri
 from tests.e2e.test_changefeed_kafka import wait_checkpoint
 from tests.e2e.test_changefeed_kafka_faults import StatusWatch, clock_tso
 from tests.fixtures.mariadb import FreshDatabase
-from tests.integration.consumer.servers import downstream_server, run_sql, target, target_of  # noqa: F401
+from tests.integration.consumer.servers import run_sql, target_of
 from tests.integration.pipeline.server import Background, SparkServer, Workload, now_tso
 
 pytestmark = pytest.mark.e2e
@@ -37,7 +37,7 @@ KILLS = 5
 DOWN_SECONDS = 20.0
 
 
-def prepare(db: FreshDatabase, target: MysqlTarget, work: Workload) -> None:  # noqa: F811
+def prepare(db: FreshDatabase, target: MysqlTarget, work: Workload) -> None:
     """The workload's tables upstream and (empty) downstream, as after a snapshot import."""
     work.create()
     ddl = [f"CREATE TABLE `{db.name}`.{n} (id INT PRIMARY KEY, v VARCHAR(40), n BIGINT, d DECIMAL(12,3))"
@@ -46,7 +46,7 @@ def prepare(db: FreshDatabase, target: MysqlTarget, work: Workload) -> None:  # 
             f"CREATE DATABASE `{db.name}`", *ddl)  # fmt: skip
 
 
-def create(server: SparkServer, db: FreshDatabase, target: MysqlTarget, cf: str, tmp_path: Path) -> None:  # noqa: F811
+def create(server: SparkServer, db: FreshDatabase, target: MysqlTarget, cf: str, tmp_path: Path) -> None:
     cfg = tmp_path / "cf.toml"
     cfg.write_text(f'[filter]\nrules = ["{db.name}.*"]\n')
     uri = mysql_uri(target.host, target.port, "?worker-count=4")
@@ -55,7 +55,7 @@ def create(server: SparkServer, db: FreshDatabase, target: MysqlTarget, cf: str,
 
 
 def test_kill_9_during_mysql_workload(
-    fresh_db: FreshDatabase, mariadb: MariaDB, target: MysqlTarget, tmp_path: Path  # noqa: F811
+    fresh_db: FreshDatabase, mariadb: MariaDB, target: MysqlTarget, tmp_path: Path
 ) -> None:
     rng = random.Random(2029)
     work = Workload(fresh_db, tables=3, seed=23, ddl_every=120)
@@ -145,7 +145,7 @@ def test_downstream_stopped_for_20_seconds(
 
 
 def test_a_table_dropped_downstream_fails_the_changefeed(
-    fresh_db: FreshDatabase, mariadb: MariaDB, target: MysqlTarget, tmp_path: Path  # noqa: F811
+    fresh_db: FreshDatabase, mariadb: MariaDB, target: MysqlTarget, tmp_path: Path
 ) -> None:
     db = fresh_db
     work = Workload(db, tables=2, seed=31)

@@ -17,7 +17,7 @@ from sparkcdc.mysql.target import MysqlTarget
 from sparkcdc.storage.external import ExternalStorage
 from tests.e2e.downstream import check, storage_consumer
 from tests.fixtures.mariadb import FreshDatabase
-from tests.integration.consumer.servers import downstream_server, run_sql, target  # noqa: F401
+from tests.integration.consumer.servers import run_sql
 from tests.integration.pipeline.server import Background, CheckpointWatch, SparkServer, now_tso
 from tests.support import wait_for
 
@@ -125,19 +125,19 @@ def chunks_done(server: SparkServer) -> int:
     return sum(t["chunks_done"] for t in snapshot_of(server).get("tables", []))
 
 
-def replay_into(target: MysqlTarget, db: FreshDatabase, sink_uri: str) -> dict[str, Any]:  # noqa: F811
+def replay_into(target: MysqlTarget, db: FreshDatabase, sink_uri: str) -> dict[str, Any]:
     """Consumer into ``target`` (starting empty), then ``cdc check``; returns the check's JSON."""
     res = storage_consumer(sink_uri, target)
     assert res.returncode == 0, res.stderr
     return check(db.server.connect_kwargs(), target, db.name)
 
 
-def clean(target: MysqlTarget, db: FreshDatabase) -> None:  # noqa: F811
+def clean(target: MysqlTarget, db: FreshDatabase) -> None:
     run_sql(target, f"DROP DATABASE IF EXISTS `{db.name}`", "DROP DATABASE IF EXISTS sparkcdc_consumer")
 
 
 def test_snapshot_of_prefilled_tables_under_a_concurrent_workload_matches_upstream(
-    fresh_db: FreshDatabase, mariadb: MariaDB, target: MysqlTarget, tmp_path: Path  # noqa: F811
+    fresh_db: FreshDatabase, mariadb: MariaDB, target: MysqlTarget, tmp_path: Path
 ) -> None:  # fmt: skip
     db, rows = fresh_db, 1_000_000
     create_and_fill(db, rows)
@@ -177,7 +177,7 @@ def test_snapshot_of_prefilled_tables_under_a_concurrent_workload_matches_upstre
 
 
 def test_snapshot_survives_three_kill_9_and_resumes_from_finished_chunks(
-    fresh_db: FreshDatabase, mariadb: MariaDB, target: MysqlTarget, tmp_path: Path  # noqa: F811
+    fresh_db: FreshDatabase, mariadb: MariaDB, target: MysqlTarget, tmp_path: Path
 ) -> None:  # fmt: skip
     db, rows = fresh_db, 300_000
     create_and_fill(db, rows)
@@ -223,7 +223,7 @@ def test_snapshot_survives_three_kill_9_and_resumes_from_finished_chunks(
 
 
 def test_initial_only_copies_and_finishes(
-    fresh_db: FreshDatabase, mariadb: MariaDB, target: MysqlTarget, tmp_path: Path  # noqa: F811
+    fresh_db: FreshDatabase, mariadb: MariaDB, target: MysqlTarget, tmp_path: Path
 ) -> None:  # fmt: skip
     db, rows = fresh_db, 50_000
     create_and_fill(db, rows)

@@ -18,7 +18,7 @@ from sparkcdc.mysql.target import MysqlTarget
 from sparkcdc.storage.external import ExternalStorage
 from tests.fixtures.object_stores import backend_uri
 from tests.integration.consumer import workload
-from tests.integration.consumer.servers import downstream_server, run_sql, source, target  # noqa: F401
+from tests.integration.consumer.servers import run_sql
 from tests.support import CDC
 
 pytestmark = [pytest.mark.e2e, pytest.mark.integration]
@@ -36,12 +36,12 @@ def _cdc(*args: str, **kw: Any) -> subprocess.CompletedProcess[str]:
 
 
 @pytest.fixture()
-def clean(source: MysqlTarget, target: MysqlTarget) -> None:  # noqa: F811
+def clean(source: MysqlTarget, target: MysqlTarget) -> None:
     for t in (source, target):
         run_sql(t, f"DROP DATABASE IF EXISTS {workload.DB}", "DROP DATABASE IF EXISTS sparkcdc_consumer")
 
 
-def _check(source: MysqlTarget, target: MysqlTarget) -> dict[str, Any]:  # noqa: F811
+def _check(source: MysqlTarget, target: MysqlTarget) -> dict[str, Any]:
     res = _cdc("check", "--source", _uri(source), "--target", _uri(target), "--tables", f"{workload.DB}.*",
                "--output", "json")  # fmt: skip
     doc: dict[str, Any] = json.loads(res.stdout)
@@ -51,8 +51,8 @@ def _check(source: MysqlTarget, target: MysqlTarget) -> dict[str, Any]:  # noqa:
 
 @pytest.mark.parametrize(("backend", "protocol"), [("file", "csv"), ("s3", "canal-json")])
 def test_storage_consumer_then_check_zero_difference(
-    backend: str, protocol: str, request: pytest.FixtureRequest, clean: None, source: MysqlTarget,  # noqa: F811
-    target: MysqlTarget,  # noqa: F811
+    backend: str, protocol: str, request: pytest.FixtureRequest, clean: None, source: MysqlTarget,
+    target: MysqlTarget,
 ) -> None:  # fmt: skip
     root = backend_uri(backend, request, "cdc-e2e")
     storage = ExternalStorage.from_uri(root)
@@ -88,8 +88,8 @@ def _progress(t: MysqlTarget) -> int:
 def test_kill_minus_9_at_random_moments_then_check(
     tmp_path: Path,
     clean: None,
-    source: MysqlTarget,  # noqa: F811
-    target: MysqlTarget,  # noqa: F811
+    source: MysqlTarget,
+    target: MysqlTarget,
 ) -> None:
     storage = ExternalStorage.from_uri(f"file://{tmp_path / 'tree'}")
     workload.run(source, storage, "csv", txns=1500, seed=11, width=6)
@@ -122,8 +122,8 @@ def test_kill_minus_9_at_random_moments_then_check(
     assert doc["rc"] == 0 and doc["match"], doc
 
 
-def test_storage_consumer_serves_metrics(request: pytest.FixtureRequest, clean: None, source: MysqlTarget,  # noqa: F811
-                                         target: MysqlTarget, tmp_path: Path) -> None:  # noqa: F811  # fmt: skip
+def test_storage_consumer_serves_metrics(request: pytest.FixtureRequest, clean: None, source: MysqlTarget,
+                                         target: MysqlTarget, tmp_path: Path) -> None:  # fmt: skip
     """``--metrics-addr``: while the consumer runs, /metrics counts the rows it applied (the same figure as its
     final progress line) and gives the applied commit-ts; a malformed address is one clear error."""
     import httpx

@@ -20,7 +20,7 @@ from sparkcdc.storage.external import ExternalStorage
 from tests.e2e.downstream import storage_consumer
 from tests.fixtures.mariadb import FreshDatabase
 from tests.fixtures.object_stores import backend_uri
-from tests.integration.consumer.servers import downstream_server, run_sql, target  # noqa: F401
+from tests.integration.consumer.servers import run_sql
 from tests.integration.pipeline.conftest import PullerThread
 from tests.support import CDC, wait_for
 
@@ -82,7 +82,7 @@ def test_upstream_changefeed_storage_consumer_check(
     fresh_db: FreshDatabase,
     capture: PullerThread,
     tmp_path: Path,
-    target: MysqlTarget,  # noqa: F811
+    target: MysqlTarget,
 ) -> None:
     from sparkcdc.pipeline.query import start_query
     from sparkcdc.pipeline.spec import FeedSpec

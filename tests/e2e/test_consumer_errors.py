@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from sparkcdc.mysql.target import MysqlTarget
-from tests.integration.consumer.servers import downstream_server, run_sql, target  # noqa: F401
+from tests.integration.consumer.servers import run_sql
 from tests.support import CDC
 from tests.unit.consumer.trees import Tree, csv_row, table
 
@@ -31,7 +31,7 @@ def _run(root: Path, t: MysqlTarget, *extra: str) -> subprocess.CompletedProcess
 
 
 @pytest.fixture()
-def prepared(tmp_path: Path, target: MysqlTarget) -> tuple[Tree, MysqlTarget]:  # noqa: F811
+def prepared(tmp_path: Path, target: MysqlTarget) -> tuple[Tree, MysqlTarget]:
     run_sql(target, "DROP DATABASE IF EXISTS errdb", "DROP DATABASE IF EXISTS sparkcdc_consumer",
             "CREATE DATABASE errdb", "CREATE TABLE errdb.t (id INT PRIMARY KEY, v VARCHAR(20))",
             "CREATE USER IF NOT EXISTS 'consumer'@'%' IDENTIFIED BY 's3cret-pw'",
@@ -83,7 +83,7 @@ def test_damaged_tree_stops_with_one_line_then_resumes(prepared: tuple[Tree, Mys
 
 
 
-def test_wrong_downstream_password_fails_at_once(tmp_path: Path, target: MysqlTarget) -> None:  # noqa: F811
+def test_wrong_downstream_password_fails_at_once(tmp_path: Path, target: MysqlTarget) -> None:
     # an empty tree would otherwise make the consumer wait for `metadata` forever before noticing
     (tmp_path / "tree").mkdir()
     r = subprocess.run(
@@ -97,7 +97,7 @@ def test_wrong_downstream_password_fails_at_once(tmp_path: Path, target: MysqlTa
     assert "Wr0ng-pw" not in r.stderr
 
 
-def test_text_a_latin1_column_cannot_hold_stops_with_one_line_then_resumes(tmp_path: Path, target: MysqlTarget) -> None:  # noqa: F811
+def test_text_a_latin1_column_cannot_hold_stops_with_one_line_then_resumes(tmp_path: Path, target: MysqlTarget) -> None:
     texts = {1: " 好学生 ", 2: "😀 𠀋𝄞"}
     run_sql(target, "DROP DATABASE IF EXISTS errdb", "DROP DATABASE IF EXISTS sparkcdc_consumer",
             "CREATE DATABASE errdb CHARACTER SET latin1",  # as MariaDB's stock `test` database

@@ -20,7 +20,7 @@ from sparkcdc.mysql.target import MysqlTarget
 from tests.e2e.downstream import check, mysql_uri
 from tests.e2e.test_consumer_changefeed import CDC, SETUP, WORKLOAD
 from tests.fixtures.mariadb import FreshDatabase
-from tests.integration.consumer.servers import downstream_server, run_sql, target  # noqa: F401
+from tests.integration.consumer.servers import run_sql
 from tests.integration.pipeline.server import SparkServer, now_tso, server_env
 
 pytestmark = pytest.mark.e2e
@@ -63,7 +63,7 @@ def test_changefeed_kafka_consumer_check(
     fresh_db: FreshDatabase,
     spark_server: SparkServer,
     kafka_broker: KafkaBroker,
-    target: MysqlTarget,  # noqa: F811
+    target: MysqlTarget,
     tmp_path: Path,
 ) -> None:
     params, codec_toml = FLAVOURS[flavour]
@@ -79,7 +79,7 @@ def test_changefeed_kafka_consumer_check(
     assert {t["table"]: t["target_rows"] for t in doc["tables"]} == {"a": 4, "b2": 4, "gone": 1, "part": 4}
 
 
-def consume_until_match(uri: str, cfg: Path, group: str, db: FreshDatabase, target: MysqlTarget,  # noqa: F811
+def consume_until_match(uri: str, cfg: Path, group: str, db: FreshDatabase, target: MysqlTarget,
                         log: Path) -> dict[str, Any]:  # fmt: skip
     """Run ``cdc kafka-consumer`` on ``uri`` until ``cdc check`` of ``db`` matches, then stop it (SIGTERM: exit 0,
     no traceback); returns the check's document."""
@@ -121,7 +121,7 @@ def test_kill_9_of_the_consumer_during_apply_loses_and_repeats_nothing(
     fresh_db: FreshDatabase,
     spark_server: SparkServer,
     kafka_broker: KafkaBroker,
-    target: MysqlTarget,  # noqa: F811
+    target: MysqlTarget,
     tmp_path: Path,
 ) -> None:
     """5x kill -9 of cdc kafka-consumer while it applies small transactions: after the last restart catches up,
@@ -188,7 +188,7 @@ def test_a_consumer_joining_mid_stream_on_a_simple_topic_matches_upstream(
     fresh_db: FreshDatabase,
     spark_server: SparkServer,
     kafka_broker: KafkaBroker,
-    target: MysqlTarget,  # noqa: F811
+    target: MysqlTarget,
     tmp_path: Path,
 ) -> None:
     """The seed's second scenario on a real changefeed: the topic's head is gone (as after retention: the consumer
@@ -229,7 +229,7 @@ def test_a_consumer_joining_mid_stream_on_a_simple_topic_matches_upstream(
     assert {t["table"]: t["target_rows"] for t in doc["tables"]} == {"m": 50, "n": 51}
 
 
-def restore(db: FreshDatabase, target: MysqlTarget, tables: tuple[str, ...]) -> None:  # noqa: F811
+def restore(db: FreshDatabase, target: MysqlTarget, tables: tuple[str, ...]) -> None:
     """The downstream restored to the upstream's current content of ``tables`` (a backup taken at the cut)."""
     conn = target.connect()
     try:

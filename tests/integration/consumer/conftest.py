@@ -1,5 +1,5 @@
-"""Fixtures of the consumer integration tests (see servers.py)."""
+"""Helpers of the consumer integration tests (see servers.py); the servers are the session fixtures."""
 
-from tests.integration.consumer.servers import downstream_server, run_sql, source, target, target_of
+from tests.integration.consumer.servers import run_sql, target_of
 
-__all__ = ["downstream_server", "run_sql", "source", "target", "target_of"]
+__all__ = ["run_sql", "target_of"]

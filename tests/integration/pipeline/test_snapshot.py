@@ -22,7 +22,7 @@ from sparkcdc.pipeline.query import start_query, stop_between_batches
 from sparkcdc.pipeline.spec import FeedSpec
 from sparkcdc.storage.external import ExternalStorage
 from tests.fixtures.mariadb import FreshDatabase
-from tests.integration.consumer.servers import downstream_server, run_sql, target  # noqa: F401
+from tests.integration.consumer.servers import run_sql
 from tests.integration.pipeline.conftest import PullerThread
 from tests.integration.pipeline.replay import keyless_replay, layout_violations, replay, text
 from tests.integration.pipeline.test_query import expected
@@ -220,7 +220,7 @@ def test_snapshot_into_kafka_sends_every_row_once_then_the_stream(
 
 def test_snapshot_into_the_mysql_sink_applies_every_chunk_then_the_stream(
     spark: Any, fresh_db: FreshDatabase, puller_thread: PullerThread, tmp_path: Path,
-    target: MysqlTarget,  # noqa: F811
+    target: MysqlTarget,
 ) -> None:
     """Ordered appliers skip a batch at a commit-ts they applied: each chunk has its own commit-ts."""
     db = fresh_db

@@ -10,16 +10,16 @@ from sparkcdc.errors import ConfigError
 from sparkcdc.mysql.target import MysqlTarget
 from sparkcdc.sink.base import check_sink
 from sparkcdc.sink.mysql.config import MysqlSinkConfig
-from tests.integration.consumer.servers import downstream_server, run_sql, target  # noqa: F401
+from tests.integration.consumer.servers import run_sql
 
 pytestmark = pytest.mark.integration
 
 
-def test_a_reachable_downstream_passes(target: MysqlTarget) -> None:  # noqa: F811
+def test_a_reachable_downstream_passes(target: MysqlTarget) -> None:
     assert isinstance(check_sink(f"mysql://root@127.0.0.1:{target.port}/?worker-count=2"), MysqlSinkConfig)
 
 
-def test_a_wrong_password_is_one_line_naming_the_fix(target: MysqlTarget) -> None:  # noqa: F811
+def test_a_wrong_password_is_one_line_naming_the_fix(target: MysqlTarget) -> None:
     run_sql(target, "CREATE USER IF NOT EXISTS 'sinkuser'@'%' IDENTIFIED BY 'right-pw'")
     with pytest.raises(ConfigError) as e:
         check_sink(f"mysql://sinkuser:wr0ng-pw@127.0.0.1:{target.port}/")

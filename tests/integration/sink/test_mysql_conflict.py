@@ -16,7 +16,7 @@ from sparkcdc.mysql.engine import ApplyEngine
 from sparkcdc.mysql.target import MysqlTarget
 from sparkcdc.sink.mysql.conflict import plan_steps
 from sparkcdc.sink.mysql.session import CHECKPOINT_SCHEMA
-from tests.integration.consumer.servers import downstream_server, run_sql, target  # noqa: F401
+from tests.integration.consumer.servers import run_sql
 
 pytestmark = pytest.mark.integration
 
@@ -27,7 +27,7 @@ T = TableInfo(DB, "t", 1, with_handle_keys((ColumnInfo("id", "int", nullable=Fal
 
 
 @pytest.fixture
-def downstream(target: MysqlTarget) -> Iterator[MysqlTarget]:  # noqa: F811
+def downstream(target: MysqlTarget) -> Iterator[MysqlTarget]:
     run_sql(target, f"DROP DATABASE IF EXISTS {DB}", f"DROP DATABASE IF EXISTS {CHECKPOINT_SCHEMA}",
             f"CREATE DATABASE {DB}", f"CREATE TABLE {DB}.t (id INT PRIMARY KEY, n INT)")  # fmt: skip
     yield target
