@@ -101,12 +101,12 @@ def private_downstream(tmp_path: Path) -> Iterator[MariaDB]:
 
 
 def test_downstream_stopped_for_20_seconds(
-    fresh_db: FreshDatabase, mariadb: MariaDB, private_downstream: MariaDB, tmp_path: Path
-) -> None:
+    fresh_db: FreshDatabase, private_downstream: MariaDB, spark_server: SparkServer, tmp_path: Path
+) -> None:  # spark_server after private_downstream: its changefeeds are removed before that stops
     down = target_of(private_downstream)
     work = Workload(fresh_db, tables=3, seed=29, ddl_every=1000)
     prepare(fresh_db, down, work)
-    server = SparkServer(tmp_path, mariadb.port or 0).start()
+    server = spark_server
     create(server, fresh_db, down, "cf-down", tmp_path)
     bg = Background(work)
     try:
@@ -132,7 +132,6 @@ def test_downstream_stopped_for_20_seconds(
     finally:
         bg.stop.set()
         bg.thread.join(60)
-        server.stop()
     warned = [(t, s) for t, s in watch.seen if t > stopped and s["state"] == "warning"]
     warning = warned[0][1]["last_warning"]
     log.info("downstream outage: warning %.1fs after the stop (%s), caught up %.1fs after the restart",
@@ -145,26 +144,23 @@ def test_downstream_stopped_for_20_seconds(
 
 
 def test_a_table_dropped_downstream_fails_the_changefeed(
-    fresh_db: FreshDatabase, mariadb: MariaDB, target: MysqlTarget, tmp_path: Path
+    fresh_db: FreshDatabase, spark_server: SparkServer, target: MysqlTarget, tmp_path: Path
 ) -> None:
     db = fresh_db
     work = Workload(db, tables=2, seed=31)
     prepare(db, target, work)
-    server = SparkServer(tmp_path, mariadb.port or 0).start()
-    try:
-        create(server, db, target, "cf-fail", tmp_path)
-        db.execute("INSERT INTO w0 VALUES (1, 'before', 1, 1.5)", "INSERT INTO w1 VALUES (1, 'before', 1, 1.5)")
-        wait_checkpoint(server, "cf-fail", now_tso(db))
-        run_sql(target, f"DROP TABLE `{db.name}`.w1")
-        db.execute("INSERT INTO w1 VALUES (2, 'fails', 2, 2.5)")
-        failing = now_tso(db)
-        db.execute("INSERT INTO w0 VALUES (3, 'later', 3, 3.5)", "INSERT INTO w1 VALUES (3, 'later', 3, 3.5)")
-        deadline = time.monotonic() + 120
-        while (state := server.changefeed("cf-fail"))["state"] != "failed":
-            assert state["state"] in ("normal", "warning") and time.monotonic() < deadline, (state, server.tail())
-            time.sleep(0.3)
-    finally:
-        server.stop()
+    server = spark_server
+    create(server, db, target, "cf-fail", tmp_path)
+    db.execute("INSERT INTO w0 VALUES (1, 'before', 1, 1.5)", "INSERT INTO w1 VALUES (1, 'before', 1, 1.5)")
+    wait_checkpoint(server, "cf-fail", now_tso(db))
+    run_sql(target, f"DROP TABLE `{db.name}`.w1")
+    db.execute("INSERT INTO w1 VALUES (2, 'fails', 2, 2.5)")
+    failing = now_tso(db)
+    db.execute("INSERT INTO w0 VALUES (3, 'later', 3, 3.5)", "INSERT INTO w1 VALUES (3, 'later', 3, 3.5)")
+    deadline = time.monotonic() + 120
+    while (state := server.changefeed("cf-fail"))["state"] != "failed":
+        assert state["state"] in ("normal", "warning") and time.monotonic() < deadline, (state, server.tail())
+        time.sleep(0.3)
     error = state["error"]
     assert error["code"] == "CDC:ErrMySQLQueryError", error
     assert "w1" in error["message"] and "doesn't exist" in error["message"], error
