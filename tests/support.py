@@ -30,6 +30,9 @@ starts on a server without changefeeds. A test on it:
   removal stops the query between micro-batches, so nothing is written after it;
 * reads ``spark_server.log`` (the whole module's log) instead of a log of its own.
 
+While it is up, the shared server's capture relays everything written to the session's MariaDB, other modules' tests
+included: a module that loads hundreds of thousands of rows upstream (the snapshot tests) starts its own servers.
+
 Options for the whole module (extra ``cdc server`` arguments or environment) come from a module-level override of
 the ``spark_server_options`` fixture, returning :class:`ServerOptions`.
 
