@@ -479,12 +479,12 @@ KAFKA_BAD = [
 
 @pytest.mark.parametrize(("uri", "fragment"), KAFKA_BAD)
 def test_create_with_a_malformed_kafka_uri_is_one_line_without_secrets(
-    server: CdcServer, uri: str, fragment: str
+    bad_input_server: CdcServer, uri: str, fragment: str
 ) -> None:
-    r = server.cli("create", "-c", "bad-kafka", "--sink-uri", uri)
+    r = bad_input_server.cli("create", "-c", "bad-kafka", "--sink-uri", uri)
     one_error(r, fragment)
     assert "hunter2" not in r.stdout + r.stderr
-    assert json.loads(server.cli("list").stdout) == []  # nothing was created
+    assert json.loads(bad_input_server.cli("list").stdout) == []  # nothing was created
 
 
 MY = "mysql://root:hunter2@127.0.0.1:3307/"
@@ -517,7 +517,8 @@ MYSQL_BAD = [
 
 @pytest.fixture(scope="module")
 def bad_input_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[CdcServer]:
-    """One server for every malformed input case: each must leave it without a changefeed."""
+    """One server for every malformed input case (Kafka, MySQL, the bad-input table): each must leave it without a
+    changefeed."""
     srv = CdcServer(tmp_path_factory.mktemp("bad-input"))
     srv.start()
     yield srv
