@@ -17,7 +17,7 @@ import pytest
 from sparkcdc.devtools.etcd import EtcdServer
 from tests.e2e.test_cli_changefeed import CDC, CdcServer, sink
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.exclusive]  # hand-overs timed against the session TTL
 
 TTL = 3
 

@@ -26,7 +26,7 @@ from tests.integration.pipeline.replay import replay
 from tests.integration.pipeline.server import Background, CheckpointWatch, SparkServer, Workload, now_tso
 from tests.support import wait_for
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.exclusive]  # the owner steps down within the TTL; failover bound
 
 TTL = 3
 

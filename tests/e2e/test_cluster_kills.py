@@ -38,7 +38,7 @@ from tests.integration.pipeline.replay import replay
 from tests.integration.pipeline.server import Background, CheckpointWatch, FileTracker, SparkServer, Workload, now_tso
 from tests.integration.sink.kafka_replay import replay_partitions
 
-pytestmark = pytest.mark.e2e
+pytestmark = [pytest.mark.e2e, pytest.mark.exclusive]  # every failover held to RESUME_BOUND_S
 log = logging.getLogger(__name__)
 
 KILLS = 5

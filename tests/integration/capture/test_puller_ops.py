@@ -132,6 +132,7 @@ def test_start_tso_is_deterministic(fresh_db: FreshDatabase, tmp_path: Path) -> 
     ]
 
 
+@pytest.mark.exclusive  # the stop is timed
 def test_stopping_with_a_backlog_releases_the_reader(fresh_db: FreshDatabase, tmp_path: Path) -> None:
     fresh_db.execute("CREATE TABLE bl (id INT PRIMARY KEY, pad VARCHAR(100))")
     puller = make_puller(fresh_db, tmp_path)

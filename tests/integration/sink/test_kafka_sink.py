@@ -183,6 +183,7 @@ def test_the_create_time_check_reaches_the_cluster_and_creates_the_default_topic
     assert e.value.code == "CDC:ErrKafkaTopicNotExists"
 
 
+@pytest.mark.exclusive  # dial-timeout bounds the time
 def test_the_create_time_check_names_a_cluster_nobody_answers_for_in_one_line() -> None:
     with socket.socket() as s:  # a port nothing listens on
         s.bind(("127.0.0.1", 0))
