@@ -18,7 +18,6 @@ from sparkcdc.changefeed.bdr import BDR_SERVER_ID
 from sparkcdc.devtools.mariadb import MariaDB
 from sparkcdc.mysql.target import MysqlTarget
 from tests.e2e.downstream import check, mysql_uri
-from tests.e2e.test_changefeed_kafka import wait_checkpoint
 from tests.fixtures.mariadb import FreshDatabase
 from tests.integration.consumer.servers import run_sql, target_of
 from tests.integration.pipeline.server import SparkServer, now_tso
@@ -137,7 +136,7 @@ def test_bidirectional_replication_converges_without_echo(
             assert w.error is None, w.error
         for server, cf, up in ((servers[0], "a-to-b", fresh_db), (servers[1], "b-to-a", None)):
             end = now_tso(up) if up is not None else _clock_of(b)
-            wait_checkpoint(server, cf, end, timeout=180)
+            server.wait_checkpoint(cf, end, timeout=180)
     finally:
         for w in writers:
             w.stop.set()

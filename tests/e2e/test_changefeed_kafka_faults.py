@@ -18,21 +18,17 @@ import logging
 import random
 import threading
 import time
-from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 
 from sparkcdc.codec.simple.decoder import SimpleDecoder
 from sparkcdc.devtools.kafka import KafkaBroker, Partitions, read_topic
 from sparkcdc.devtools.mariadb import MariaDB
-from sparkcdc.model import tso
 from sparkcdc.pipeline.progress import read_progress
-from tests.e2e.test_changefeed_kafka import wait_checkpoint
 from tests.fixtures.mariadb import FreshDatabase
-from tests.integration.pipeline.server import Background, SparkServer, Workload, now_tso
+from tests.integration.pipeline.server import Background, SparkServer, StatusWatch, Workload, clock_tso, now_tso
 from tests.integration.sink.kafka_replay import (
     Header,
     bootstrap_violations,
@@ -48,61 +44,6 @@ log = logging.getLogger(__name__)
 
 KILLS = 5
 PAUSE_SECONDS = 15.0
-
-
-class StatusWatch:
-    """Polls a changefeed's ``/status`` through the Open API in a thread and records what it saw. The server may
-    be down or restarting meanwhile (on another port): those polls are skipped."""
-
-    def __init__(self, server: SparkServer, changefeed: str, interval: float = 0.1) -> None:
-        self.server = server
-        self.changefeed = changefeed
-        self.interval = interval
-        self.checkpoints: list[int] = []  # every distinct checkpoint in the order seen
-        self.seen: list[tuple[float, dict[str, Any]]] = []  # (monotonic time, status) of every answered poll
-        self.polls = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
-
-    def __enter__(self) -> StatusWatch:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self._stop.set()
-        self._thread.join(30)
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval):
-            try:
-                r = httpx.get(f"{self.server.url}/api/v2/changefeeds/{self.changefeed}/status", timeout=5)
-                r.raise_for_status()
-            except httpx.HTTPError:
-                continue
-            doc: dict[str, Any] = r.json()
-            self.seen.append((time.monotonic(), doc))
-            ts = int(doc["checkpoint_ts"])
-            if not self.checkpoints or self.checkpoints[-1] != ts:
-                self.checkpoints.append(ts)
-            self.polls += 1
-
-    @property
-    def checkpoint(self) -> int:
-        return self.checkpoints[-1] if self.checkpoints else 0
-
-    def wait(self, what: str, done: Callable[[], bool], timeout: float, every: float = 0.05) -> None:
-        deadline = time.monotonic() + timeout
-        while not done():
-            assert self._thread.is_alive(), "status watch died"
-            assert time.monotonic() < deadline, f"{what} not within {timeout}s: {self.seen[-1:]}"
-            self._stop.wait(every)
-
-    def wait_past(self, ts: int, timeout: float = 180) -> None:
-        self.wait(f"checkpoint past {ts}", lambda: self.checkpoint > ts, timeout)
-
-    def wait_polls(self, n: int) -> None:
-        target = self.polls + n
-        self.wait(f"{n} polls", lambda: self.polls >= target, 60)
 
 
 class SentWatch:
@@ -147,11 +88,6 @@ class SentWatch:
             self.error = e
         finally:
             consumer.close()
-
-
-def clock_tso() -> int:
-    """Now as a TSO. The upstream runs on this host's clock: a checkpoint past it was committed after now."""
-    return tso.compose(time.time_ns() // 1_000_000)
 
 
 def create_changefeed(server: SparkServer, db: FreshDatabase, broker: KafkaBroker, cf: str, params: str,
@@ -238,7 +174,7 @@ def test_kill_9_during_kafka_workload(
             bg.thread.join(60)
             assert bg.error is None, bg.error
             end = now_tso(fresh_db)
-            state = wait_checkpoint(server, "cf-kill", end, timeout=120)
+            state = server.wait_checkpoint("cf-kill", end, timeout=120)
             watch.wait_polls(2)
     finally:
         bg.stop.set()
@@ -292,7 +228,7 @@ def test_broker_paused_during_workload(
             bg.thread.join(60)
             assert bg.error is None, bg.error
             end = now_tso(fresh_db)
-            wait_checkpoint(server, "cf-pause", end, timeout=120)
+            server.wait_checkpoint("cf-pause", end, timeout=120)
     finally:
         kafka_broker.resume()  # idempotent; the session's broker must never stay frozen
         bg.stop.set()

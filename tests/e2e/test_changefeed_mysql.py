@@ -68,10 +68,7 @@ def test_changefeed_into_mysql_matches_upstream(
     assert created.returncode == 0, created.stderr + created.stdout
     db.execute(*TYPE_ROWS, *WORKLOAD, *MORE)
     end = now_tso(db)
-    deadline = time.monotonic() + 240
-    while (state := server.changefeed("to-mysql"))["checkpoint_ts"] < end:
-        assert state["state"] == "normal" and time.monotonic() < deadline, (state, server.tail())
-        time.sleep(0.3)
+    server.wait_checkpoint("to-mysql", end)
     listed = server.cli("query", "--changefeed-id", "to-mysql")
     assert listed.returncode == 0 and "root@" in listed.stdout, listed.stdout + listed.stderr
     server.remove("to-mysql")
@@ -105,10 +102,7 @@ def test_a_removed_changefeed_closes_its_downstream_connections(
     assert created.returncode == 0, created.stderr + created.stdout
     db.execute(*(f"INSERT INTO k VALUES ({i}, {i})" for i in range(20)))
     end = now_tso(db)
-    deadline = time.monotonic() + 120
-    while (state := server.changefeed("gone"))["checkpoint_ts"] < end:
-        assert state["state"] == "normal" and time.monotonic() < deadline, (state, server.tail())
-        time.sleep(0.3)
+    server.wait_checkpoint("gone", end, timeout=120)
     assert connections() > 0  # the engine's connections stay open between batches
     assert server.cli("remove", "--changefeed-id", "gone").returncode == 0
     deadline = time.monotonic() + 60

@@ -24,11 +24,9 @@ import pytest
 from sparkcdc.devtools.mariadb import MariaDB
 from sparkcdc.mysql.target import MysqlTarget
 from tests.e2e.downstream import check, mysql_uri
-from tests.e2e.test_changefeed_kafka import wait_checkpoint
-from tests.e2e.test_changefeed_kafka_faults import StatusWatch, clock_tso
 from tests.fixtures.mariadb import FreshDatabase
 from tests.integration.consumer.servers import run_sql, target_of
-from tests.integration.pipeline.server import Background, SparkServer, Workload, now_tso
+from tests.integration.pipeline.server import Background, SparkServer, StatusWatch, Workload, clock_tso, now_tso
 
 pytestmark = pytest.mark.e2e
 log = logging.getLogger(__name__)
@@ -79,7 +77,7 @@ def test_kill_9_during_mysql_workload(
             bg.thread.join(60)
             assert bg.error is None, bg.error
             end = now_tso(fresh_db)
-            wait_checkpoint(server, "cf-kill", end, timeout=180)
+            server.wait_checkpoint("cf-kill", end, timeout=180)
     finally:
         bg.stop.set()
         bg.thread.join(60)
@@ -127,7 +125,7 @@ def test_downstream_stopped_for_20_seconds(
             bg.thread.join(60)
             assert bg.error is None, bg.error
             end = now_tso(fresh_db)
-            wait_checkpoint(server, "cf-down", end, timeout=180)
+            server.wait_checkpoint("cf-down", end, timeout=180)
             recovered = time.monotonic()
     finally:
         bg.stop.set()
@@ -152,7 +150,7 @@ def test_a_table_dropped_downstream_fails_the_changefeed(
     server = spark_server
     create(server, db, target, "cf-fail", tmp_path)
     db.execute("INSERT INTO w0 VALUES (1, 'before', 1, 1.5)", "INSERT INTO w1 VALUES (1, 'before', 1, 1.5)")
-    wait_checkpoint(server, "cf-fail", now_tso(db))
+    server.wait_checkpoint("cf-fail", now_tso(db))
     run_sql(target, f"DROP TABLE `{db.name}`.w1")
     db.execute("INSERT INTO w1 VALUES (2, 'fails', 2, 2.5)")
     failing = now_tso(db)

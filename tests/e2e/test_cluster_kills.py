@@ -30,12 +30,19 @@ from sparkcdc.devtools.kafka import KafkaBroker, read_topic
 from sparkcdc.devtools.mariadb import MariaDB
 from sparkcdc.storage.external import ExternalStorage
 from tests.e2e.test_changefeed_kafka import decoded_rows
-from tests.e2e.test_changefeed_kafka_faults import clock_tso
 from tests.e2e.test_cluster import drain_until_empty
 from tests.e2e.test_cluster_failover import TTL, commit_ts_by_change, owner
 from tests.fixtures.mariadb import FreshDatabase
 from tests.integration.pipeline.replay import replay
-from tests.integration.pipeline.server import Background, CheckpointWatch, FileTracker, SparkServer, Workload, now_tso
+from tests.integration.pipeline.server import (
+    Background,
+    CheckpointWatch,
+    FileTracker,
+    SparkServer,
+    Workload,
+    clock_tso,
+    now_tso,
+)
 from tests.integration.sink.kafka_replay import replay_partitions
 
 pytestmark = [pytest.mark.e2e, pytest.mark.exclusive]  # every failover held to RESUME_BOUND_S

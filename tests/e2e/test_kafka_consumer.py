@@ -45,11 +45,7 @@ def replicate_to_kafka(db: FreshDatabase, server: SparkServer, tmp_path: Path, u
     assert created.returncode == 0, created.stderr + created.stdout
 
     def caught_up() -> None:
-        end = now_tso(db)
-        deadline = time.monotonic() + 240
-        while (state := server.changefeed("cf"))["checkpoint_ts"] < end:
-            assert state["state"] == "normal" and time.monotonic() < deadline, (state, server.tail())
-            time.sleep(0.3)
+        server.wait_checkpoint("cf", now_tso(db))
 
     workload(caught_up)
     caught_up()

@@ -136,6 +136,17 @@ class SparkServer:
         doc: dict[str, Any] = r.json()
         return doc
 
+    def wait_checkpoint(self, cf: str, target: int, timeout: float = 240) -> dict[str, Any]:
+        """Wait until ``cf``'s checkpoint reaches ``target``, failing at once if the changefeed leaves normal."""
+        deadline = time.monotonic() + timeout
+        while True:
+            state = self.changefeed(cf)
+            assert state["state"] == "normal", (state, self.tail())
+            if state["checkpoint_ts"] >= target:
+                return state
+            assert time.monotonic() < deadline, f"checkpoint {state['checkpoint_ts']} < {target}: {self.tail()}"
+            time.sleep(0.3)
+
     @property
     def log(self) -> Path:
         """The server's log file (every start of it appends)."""
@@ -152,6 +163,61 @@ class SparkServer:
         r.raise_for_status()
         for item in r.json()["items"]:
             self.remove(item["id"])
+
+
+class StatusWatch:
+    """Polls a changefeed's ``/status`` through the Open API in a thread and records what it saw. The server may
+    be down or restarting meanwhile (on another port): those polls are skipped."""
+
+    def __init__(self, server: SparkServer, changefeed: str, interval: float = 0.1) -> None:
+        self.server = server
+        self.changefeed = changefeed
+        self.interval = interval
+        self.checkpoints: list[int] = []  # every distinct checkpoint in the order seen
+        self.seen: list[tuple[float, dict[str, Any]]] = []  # (monotonic time, status) of every answered poll
+        self.polls = 0
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, daemon=True)
+
+    def __enter__(self) -> StatusWatch:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self._stop.set()
+        self._thread.join(30)
+
+    def _run(self) -> None:
+        while not self._stop.wait(self.interval):
+            try:
+                r = httpx.get(f"{self.server.url}/api/v2/changefeeds/{self.changefeed}/status", timeout=5)
+                r.raise_for_status()
+            except httpx.HTTPError:
+                continue
+            doc: dict[str, Any] = r.json()
+            self.seen.append((time.monotonic(), doc))
+            ts = int(doc["checkpoint_ts"])
+            if not self.checkpoints or self.checkpoints[-1] != ts:
+                self.checkpoints.append(ts)
+            self.polls += 1
+
+    @property
+    def checkpoint(self) -> int:
+        return self.checkpoints[-1] if self.checkpoints else 0
+
+    def wait(self, what: str, done: Callable[[], bool], timeout: float, every: float = 0.05) -> None:
+        deadline = time.monotonic() + timeout
+        while not done():
+            assert self._thread.is_alive(), "status watch died"
+            assert time.monotonic() < deadline, f"{what} not within {timeout}s: {self.seen[-1:]}"
+            self._stop.wait(every)
+
+    def wait_past(self, ts: int, timeout: float = 180) -> None:
+        self.wait(f"checkpoint past {ts}", lambda: self.checkpoint > ts, timeout)
+
+    def wait_polls(self, n: int) -> None:
+        target = self.polls + n
+        self.wait(f"{n} polls", lambda: self.polls >= target, 60)
 
 
 class CheckpointWatch:
@@ -206,6 +272,11 @@ class FileTracker:
             if old != sig:
                 self.overwritten.append(path)
                 self.known[path] = sig
+
+
+def clock_tso() -> int:
+    """Now as a TSO. The upstream runs on this host's clock: a checkpoint past it was committed after now."""
+    return tso.compose(time.time_ns() // 1_000_000)
 
 
 def now_tso(db: FreshDatabase) -> int:
