@@ -29,13 +29,14 @@ RESTARTS = 10
 
 
 def test_four_changefeeds_created_at_once_survive_restarts(
-    fresh_db: FreshDatabase, mariadb: MariaDB, tmp_path: Path
+    fresh_db: FreshDatabase, mariadb: MariaDB, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
     work = Workload(fresh_db, tables=3, seed=5, ddl_every=150)
     work.create()
     uris = [f"file://{tmp_path / f'sink{i}'}?protocol={p}&flush-interval=2s" for i, p in enumerate(PROTOCOLS)]
     watches = [CheckpointWatch(ExternalStorage.from_uri(u)) for u in uris]
     server = SparkServer(tmp_path, mariadb.port or 0).start()
+    request.addfinalizer(server.kill)  # a failure before the last stop must not leave it running
     tso = httpx.post(f"{server.url}/api/v2/tso", json={}, timeout=10).json()
     start_ts = (int(tso["timestamp"]) << 18) | int(tso["logic_time"])  # the server's: never in its future
     rules = {"filter": {"rules": [f"{fresh_db.name}.*"]}}

@@ -27,7 +27,9 @@ pytestmark = pytest.mark.e2e
 KILLS = 5
 
 
-def test_kill_9_during_workload(fresh_db: FreshDatabase, mariadb: MariaDB, tmp_path: Path) -> None:
+def test_kill_9_during_workload(
+    fresh_db: FreshDatabase, mariadb: MariaDB, tmp_path: Path, request: pytest.FixtureRequest
+) -> None:
     rng = random.Random(2026)
     work = Workload(fresh_db, tables=3, seed=11, ddl_every=300)
     work.create()
@@ -36,6 +38,7 @@ def test_kill_9_during_workload(fresh_db: FreshDatabase, mariadb: MariaDB, tmp_p
     watch = CheckpointWatch(storage)
     files = FileTracker(storage)
     server = SparkServer(tmp_path, mariadb.port or 0).start()
+    request.addfinalizer(server.kill)  # a failure before the last stop must not leave it running
     cfg = tmp_path / "cf.toml"
     cfg.write_text(f'[filter]\nrules = ["{fresh_db.name}.*"]\n')
     created = server.cli("create", "--sink-uri", sink_uri, "--changefeed-id", "cf-crash", "--config", str(cfg))
