@@ -19,10 +19,11 @@ echo "== cargo fmt, clippy, test (native/)"
 (cd native && cargo fmt --check && PYO3_PYTHON="$VENV/bin/python" cargo clippy -q --all-targets -- -D warnings \
   && PYO3_PYTHON="$VENV/bin/python" cargo test -q)
 echo "== pytest"
-# Two xdist workers share the machine's two cores; a test module's tests stay on one worker and tests marked
-# exclusive run alone (tests/fixtures/scheduling.py). The slowest tests are printed at the end.
+# Two xdist workers share the machine's two cores; a test module's tests stay on one worker, tests marked
+# exclusive run alone, and the queue keeps the order tests/fixtures/scheduling.py gives it (long modules first).
+# The slowest tests are printed at the end.
 set +e
-pytest -n "${SPARKCDC_TEST_WORKERS:-2}" --dist loadgroup --durations=25 "$@"
+pytest -n "${SPARKCDC_TEST_WORKERS:-2}" --dist loadgroup --no-loadscope-reorder --durations=25 "$@"
 rc=$?
 set -e
 if [ "$rc" -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi
