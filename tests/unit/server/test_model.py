@@ -19,7 +19,9 @@ from sparkcdc.changefeed.snapshot import SnapshotProgress, TableProgress
 from sparkcdc.errors import ConfigError, StorageError
 
 
-@pytest.mark.parametrize("cf", ["a", "simple-replication-task", "A1-b2-C3", "x" * 128, new_changefeed_id()])
+@pytest.mark.parametrize(
+    "cf", ["a", "simple-replication-task", "A1-b2-C3", "x" * 128, pytest.param(new_changefeed_id(), id="generated")]
+)
 def test_valid_ids(cf: str) -> None:
     validate_changefeed_id(cf)
 
