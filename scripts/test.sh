@@ -23,7 +23,7 @@ echo "== pytest"
 # exclusive run alone, and the queue keeps the order tests/fixtures/scheduling.py gives it (long modules first).
 # The slowest tests are printed at the end.
 set +e
-pytest -n "${SPARKCDC_TEST_WORKERS:-2}" --dist loadgroup --no-loadscope-reorder --durations=25 "$@"
+pytest -n "${SPARKCDC_TEST_WORKERS:-2}" --dist loadfile --no-loadscope-reorder --durations=25 "$@"
 rc=$?
 set -e
 if [ "$rc" -eq 5 ]; then echo "pytest collected no tests: failing"; exit 1; fi

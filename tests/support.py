@@ -36,10 +36,9 @@ included: a module that loads hundreds of thousands of rows upstream (the snapsh
 Options for the whole module (extra ``cdc server`` arguments or environment) come from a module-level override of
 the ``spark_server_options`` fixture, returning :class:`ServerOptions`.
 
-Parallel runs (``tests/fixtures/scheduling.py``). ``scripts/test.sh`` runs two xdist workers with ``--dist loadgroup``:
-an integration or e2e module is one ``xdist_group`` (its tests run on one worker, one after another), unit tests are
-spread one by one. A test that holds a measured time to a bound takes the ``exclusive`` mark: it waits until no other
-test runs, and no other test starts until it ends.
+Parallel runs (``tests/fixtures/scheduling.py``). ``scripts/test.sh`` runs two xdist workers with ``--dist loadfile``:
+a module's tests run on one worker, one after another. A test that holds a measured time to a bound takes the
+``exclusive`` mark: it waits until no other test runs, and no other test starts until it ends.
 """
 
 from __future__ import annotations
