@@ -257,7 +257,7 @@ def table_progress(server: SparkServer, table: str) -> dict[str, Any]:
     return next((t for t in snap.get("tables", []) if t["table"].endswith(f".{table}")), {})
 
 
-def differing_rows(target: MysqlTarget, db: FreshDatabase, table: str) -> list[tuple[Any, ...]]:  # noqa: F811
+def differing_rows(target: MysqlTarget, db: FreshDatabase, table: str) -> list[tuple[Any, ...]]:
     """The upstream rows of ``table`` that the downstream does not have exactly (row by row, by the key)."""
     sql = f"SELECT * FROM `{db.name}`.`{table}` ORDER BY id"
     down = {r[0]: tuple(r) for r in run_sql(target, sql)}
@@ -265,7 +265,7 @@ def differing_rows(target: MysqlTarget, db: FreshDatabase, table: str) -> list[t
 
 
 def test_ddl_between_chunks_of_the_copy_loses_no_value(
-    fresh_db: FreshDatabase, mariadb: MariaDB, target: MysqlTarget, tmp_path: Path  # noqa: F811
+    fresh_db: FreshDatabase, mariadb: MariaDB, target: MysqlTarget, tmp_path: Path
 ) -> None:  # fmt: skip
     """Issue 26's report: ADD COLUMN ... DEFAULT, then an UPDATE of the new column, while chunks of the table are
     still to be read; a MODIFY COLUMN too; and tables not copied yet get their DDL before their first read (one

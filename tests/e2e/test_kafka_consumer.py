@@ -273,7 +273,7 @@ def copy_tail(bootstrap: str, source: str, dest: str, first: Callable[[dict[str,
 
 
 def test_a_broker_nobody_answers_on_ends_it_in_one_line_after_dial_timeout(
-    target: MysqlTarget,  # noqa: F811
+    target: MysqlTarget,
 ) -> None:
     """Issue 26, item 5: it never exited and printed 779 lines in 45 s. Now the cluster gets dial-timeout (here 3 s;
     10 s by default) to answer at start, then one `Error:` line and exit 1; librdkafka's own lines stay out."""
@@ -297,7 +297,7 @@ def test_a_broker_nobody_answers_on_ends_it_in_one_line_after_dial_timeout(
 
 
 def test_a_dropped_downstream_stops_it_in_one_line_and_reset_checkpoints_starts_over(
-    kafka_broker: KafkaBroker, target: MysqlTarget, tmp_path: Path  # noqa: F811
+    kafka_broker: KafkaBroker, target: MysqlTarget, tmp_path: Path
 ) -> None:
     """Issue 26, item 7, for `cdc kafka-consumer`: the same group after a `DROP DATABASE` downstream read nothing (its
     offsets were at the end) and said nothing; now one `Error:` line and exit 1, and `--reset-checkpoints` reads
