@@ -272,6 +272,7 @@ def copy_tail(bootstrap: str, source: str, dest: str, first: Callable[[dict[str,
     return rows_first
 
 
+@pytest.mark.exclusive  # dial-timeout bounds the time
 def test_a_broker_nobody_answers_on_ends_it_in_one_line_after_dial_timeout(
     target: MysqlTarget,
 ) -> None:

@@ -28,6 +28,7 @@ def _ready(server: SparkServer) -> bool:
     return ready
 
 
+@pytest.mark.exclusive  # holds the start times to a bound
 def test_a_changefeed_created_once_the_server_is_ready_replicates_within_seconds(
     fresh_db: FreshDatabase, mariadb: MariaDB, tmp_path: Path
 ) -> None:

@@ -279,6 +279,7 @@ def closed_port() -> int:
         return int(s.getsockname()[1])
 
 
+@pytest.mark.exclusive  # dial-timeout bounds the time
 def test_a_cluster_nobody_answers_on_is_given_up_after_dial_timeout(caplog: pytest.LogCaptureFixture) -> None:
     caplog.set_level(logging.DEBUG)
     port = closed_port()
