@@ -21,8 +21,7 @@ import shutil
 import signal
 import subprocess
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,6 +37,7 @@ from sparkcdc.sink.mysql.encoder import unpack
 from sparkcdc.storage.external import ExternalStorage
 from tests.fixtures.object_stores import backend_uri
 from tests.integration.pipeline.server import CDC, SparkServer, server_env
+from tests.support import wait_for
 
 pytestmark = pytest.mark.e2e
 
@@ -184,19 +184,12 @@ class Writer:
 
     def run_to(self, n: int, timeout: float = 120) -> None:
         self.upto = n
-        wait(f"{n} transactions upstream", lambda: self.done >= n or self.error is not None, timeout)
+        wait_for(lambda: self.done >= n or self.error is not None, timeout, f"{n} transactions upstream")
         assert self.error is None, self.error
 
     def stop(self) -> None:
         self._stop.set()
         self._thread.join(30)
-
-
-def wait(what: str, done: Callable[[], bool], timeout: float, every: float = 0.1) -> None:
-    deadline = time.monotonic() + timeout
-    while not done():
-        assert time.monotonic() < deadline, f"{what}: not within {timeout}s"
-        time.sleep(every)
 
 
 def kill9(db: MariaDB) -> None:
@@ -209,16 +202,13 @@ def kill9(db: MariaDB) -> None:
         except FileNotFoundError:
             return True
 
-    wait("the upstream to die", dead, 30)
+    wait_for(dead, 30, "the upstream to die")
 
 
-@pytest.fixture(scope="module")
-def down(tmp_path_factory: pytest.TempPathFactory) -> Iterator[MariaDB]:
-    db = MariaDB(tmp_path_factory.mktemp("redo-down"), server_id=41).start()
-    try:
-        yield db
-    finally:
-        db.stop()
+@pytest.fixture
+def down(downstream_server: MariaDB) -> MariaDB:
+    """The session's downstream MariaDB: ``start`` makes the test's databases on it afresh."""
+    return downstream_server
 
 
 @pytest.fixture
@@ -317,25 +307,28 @@ def test_redo_on_file_storage_kill_points_corrupt_file_and_storage_failure(
     lock = None
     try:
         writer.run_to(40)
-        wait("the sink to apply", lambda: downstream_txlog(down, name) >= 30, 180)
+        wait_for(lambda: downstream_txlog(down, name) >= 30, 180, "the sink to apply")
         # the redo storage fails: the changefeed shows a warning and nothing more is applied downstream
         moved = tmp_path / "redo.moved"
         root.rename(moved)
         root.write_text("not a directory")
         writer.run_to(60)
-        wait("the warning", lambda: server.changefeed(name)["state"] == "warning", 120)
+        wait_for(lambda: server.changefeed(name)["state"] == "warning", 120, "the warning")
         held = downstream_txlog(down, name)
-        time.sleep(2)  # while the storage stays broken: nothing may reach the downstream
+        # while the storage stays broken, the restarted query fails on it again: nothing may reach the downstream
+        again = f"changefeed=default/{name}: restarting the query (attempt 2 of"
+        wait_for(lambda: again in server.log.read_text(), 120, "the second restart on the broken storage",
+                 detail=server.tail)  # fmt: skip
         assert downstream_txlog(down, name) == held < 59
         root.unlink()
         moved.rename(root)
-        wait("the sink to catch up", lambda: downstream_txlog(down, name) >= 59, 180)
+        wait_for(lambda: downstream_txlog(down, name) >= 59, 180, "the sink to catch up")
         assert server.changefeed(name)["state"] == "normal"
         # the sink stalled mid-batch on a locked table: the redo log holds the batch, the downstream part of it
         lock = connect(down)
         lock.cursor().execute(f"LOCK TABLES {name}.w1 WRITE")
         writer.run_to(120)
-        wait("the sink to block on w1", lambda: blocked(down), 180)
+        wait_for(lambda: blocked(down), 180, "the sink to block on w1")
         writer.run_to(140)
     finally:
         server.kill()
@@ -344,7 +337,7 @@ def test_redo_on_file_storage_kill_points_corrupt_file_and_storage_failure(
     shutil.rmtree(server.data_dir)
     assert lock is not None
     lock.close()
-    wait("the killed sink's blocked statement to roll back", lambda: not blocked(down), 60)
+    wait_for(lambda: not blocked(down), 60, "the killed sink's blocked statement to roll back")
     before = snapshot(down, name)
 
     # a cut file: the apply stops naming it, the downstream untouched
@@ -365,7 +358,7 @@ def test_redo_on_file_storage_kill_points_corrupt_file_and_storage_failure(
                               f"mysql://root@127.0.0.1:{down.port}/"], env=server_env(), start_new_session=True,
                              stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)  # fmt: skip
     try:
-        wait("the apply to block on w1", lambda: blocked(down), 120)
+        wait_for(lambda: blocked(down), 120, "the apply to block on w1")
     finally:
         os.killpg(apply.pid, signal.SIGKILL)
         apply.wait(30)
@@ -390,9 +383,9 @@ def test_redo_on_s3_with_lz4_killed_while_running(
     writer = Writer(up, name, txns, pause=0.01)
     try:
         writer.run_to(60)
-        wait("the sink to apply", lambda: downstream_txlog(down, name) >= 20, 180)
+        wait_for(lambda: downstream_txlog(down, name) >= 20, 180, "the sink to apply")
         writer.upto = len(txns)  # and kill while it runs
-        wait("more transactions", lambda: writer.done >= 90, 60)
+        wait_for(lambda: writer.done >= 90, 60, "more transactions")
     finally:
         server.kill()
         kill9(up)
