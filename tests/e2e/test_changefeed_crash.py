@@ -33,7 +33,7 @@ def test_kill_9_during_workload(
     rng = random.Random(2026)
     work = Workload(fresh_db, tables=3, seed=11, ddl_every=300)
     work.create()
-    sink_uri = f"file://{tmp_path / 'sink'}?protocol=canal-json&worker-count=2&flush-interval=1s"
+    sink_uri = f"file://{tmp_path / 'sink'}?protocol=canal-json&worker-count=2&flush-interval=2s"
     storage = ExternalStorage.from_uri(sink_uri)
     watch = CheckpointWatch(storage)
     files = FileTracker(storage)

@@ -71,4 +71,4 @@ def _healthy(server: SparkServer) -> None:
 
 def test_changefeed_to_local_files(fresh_db: FreshDatabase, mariadb: MariaDB, tmp_path: Path) -> None:
     run_changefeed_e2e(fresh_db, mariadb, tmp_path, f"file://{tmp_path / 'sink'}?protocol=canal-json&worker-count=4"
-                       "&flush-interval=1s")
+                       "&flush-interval=2s")

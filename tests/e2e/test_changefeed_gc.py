@@ -38,7 +38,7 @@ def test_paused_past_gc_ttl_cannot_resume_while_running_keeps_its_data(
     try:
         cfg = tmp_path / "cf.toml"
         cfg.write_text(f'[filter]\nrules = ["{db.name}.*"]\n')
-        sinks = {cf: f"file://{tmp_path / cf}?protocol=canal-json&flush-interval=1s" for cf in ("keep", "old")}
+        sinks = {cf: f"file://{tmp_path / cf}?protocol=canal-json&flush-interval=2s" for cf in ("keep", "old")}
         for cf, uri in sinks.items():  # one by one: queries starting at once race (DATA_SOURCE_ALREADY_EXISTS)
             r = server.cli("create", "--sink-uri", uri, "--changefeed-id", cf, "--config", str(cfg))
             assert r.returncode == 0, r.stderr + r.stdout

@@ -17,5 +17,5 @@ pytestmark = pytest.mark.e2e
 def test_changefeed_to_s3(
     fresh_db: FreshDatabase, mariadb: MariaDB, tmp_path: Path, request: pytest.FixtureRequest
 ) -> None:
-    uri = add_params(backend_uri("s3", request, "cf-e2e"), protocol="canal-json", worker_count=4, flush_interval="1s")
+    uri = add_params(backend_uri("s3", request, "cf-e2e"), protocol="canal-json", worker_count=4, flush_interval="2s")
     run_changefeed_e2e(fresh_db, mariadb, tmp_path, uri, steps=80)

@@ -99,7 +99,7 @@ def test_killing_the_owner_under_load_loses_nothing_and_keeps_commit_ts(
     (tmp_path / "a").mkdir()
     (tmp_path / "b").mkdir()
     sink = tmp_path / "sink"
-    sink_uri = f"file://{sink}?protocol=canal-json&enable-tidb-extension=true&flush-interval=1s"
+    sink_uri = f"file://{sink}?protocol=canal-json&enable-tidb-extension=true&flush-interval=2s"
     bg = Background(Bursts(work))
     try:
         a.start()
@@ -169,7 +169,7 @@ def test_etcd_gone_for_ten_seconds_the_owner_steps_down_and_the_cluster_recovers
     for s in servers:
         s.root.mkdir()
     sink = tmp_path / "sink"
-    sink_uri = f"file://{sink}?protocol=canal-json&enable-tidb-extension=true&flush-interval=1s"
+    sink_uri = f"file://{sink}?protocol=canal-json&enable-tidb-extension=true&flush-interval=2s"
     bg = Background(Bursts(work))
     both_owners: list[float] = []
     watching = threading.Event()

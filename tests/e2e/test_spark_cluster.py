@@ -38,7 +38,7 @@ def test_a_changefeed_on_a_standalone_cluster_replays_equal(
     work.create()
     (tmp_path / "server").mkdir()
     server = SparkServer(tmp_path / "server", mariadb.port or 0, spark_master=cluster.url)
-    sink_uri = f"file://{tmp_path / 'sink'}?protocol=canal-json&enable-tidb-extension=true&flush-interval=1s"
+    sink_uri = f"file://{tmp_path / 'sink'}?protocol=canal-json&enable-tidb-extension=true&flush-interval=2s"
     try:
         server.start()
         r = server.cli("create", "-c", "on-cluster", "--sink-uri", sink_uri)

@@ -121,7 +121,7 @@ def test_expression_filters_leave_out_exactly_the_matching_rows(
 ) -> None:
     db = fresh_db
     _caught_up(db, manager)
-    sink = f"file://{tmp_path / 'sink'}?protocol=canal-json&flush-interval=1s"
+    sink = f"file://{tmp_path / 'sink'}?protocol=canal-json&flush-interval=2s"
 
     # create: an expression naming a column a replicated table lacks is refused against the captured schema
     bad = [{"matcher": [f"{db.name}.audit"], "ignore-insert-value-expr": "status = 'void'"}]

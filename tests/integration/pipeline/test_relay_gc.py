@@ -121,7 +121,7 @@ def test_a_running_query_caps_the_bound_at_its_replay_floor(
     runner: SparkRunner, fresh_db: FreshDatabase, tmp_path: Path
 ) -> None:
     start = caught_up(fresh_db, runner)
-    sink = f"file://{tmp_path / 'sink'}?protocol=canal-json"
+    sink = f"file://{tmp_path / 'sink'}?protocol=canal-json&flush-interval=2s"
     config = ReplicaConfig.from_toml({"filter": {"rules": [f"{fresh_db.name}.*"]}})
     info = ChangefeedInfo(id="gc-floor", sink_uri=sink, start_ts=start, config=config)
     runner.start(info, start)

@@ -46,7 +46,7 @@ def test_checkpoint_rows_of_sinks_and_consumers_are_never_captured(
             changefeed="default/loop",
             capture_dir=str(puller.data_dir),
             state_dir=str(tmp_path / "cf"),
-            sink_uri=f"file://{sink}?protocol=canal-json",
+            sink_uri=f"file://{sink}?protocol=canal-json&flush-interval=2s",
             config={"filter": {"rules": ["*.*"]}, "force-replicate": True, "bdr-mode": True,
                     "snapshot": {"mode": "initial"}},
             start_ts=start,
