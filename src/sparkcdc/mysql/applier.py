@@ -8,7 +8,11 @@ sink's); one row per ``(changefeed, schema, table, partition)`` stream, holding 
 written twice around its DDL: DDL commits implicitly, so it cannot share a transaction with the checkpoint; a
 pending DDL is re-run tolerating "already done" errors.
 
-Statements are idempotent (see ``sparkcdc.mysql.statements``), so even a lost checkpoint would only replay.
+Statements are idempotent (see ``sparkcdc.mysql.statements``), so even a lost checkpoint would only replay. Where
+the downstream allows it (and the URI does not say ``bulk-load=false``), the REPLACE of a batch's final images runs
+as ``LOAD DATA LOCAL INFILE … REPLACE`` in the same transaction (``sparkcdc.mysql.bulk_load``); a load the applier
+cannot vouch for is rolled back and the batch applied with statements, and the connection keeps to statements from
+then on.
 """
 
 from __future__ import annotations
@@ -23,6 +27,8 @@ from sparkcdc.errors import ConfigError, SparkcdcError
 from sparkcdc.filter.system_schemas import CONSUMER_SCHEMA
 from sparkcdc.model import DDLAction
 from sparkcdc.model.steps import AppliedRow, Checkpoint
+from sparkcdc.mysql import bulk_load
+from sparkcdc.mysql.bulk_load import BulkLoader, BulkRefused
 from sparkcdc.mysql.statements import BatchPlan, plan_batch
 from sparkcdc.mysql.target import (
     CHARSET_CLAUSE,
@@ -101,6 +107,7 @@ class MysqlApplier:
         self.changefeed = changefeed
         self.time_zone = session_time_zone(time_zone or target.param("time-zone") or None)
         self._conn: Any = None
+        self._loader: BulkLoader | None = None  # this connection bulk-loads final images
 
     def __repr__(self) -> str:
         return f"MysqlApplier({self.target}, changefeed={self.changefeed!r})"
@@ -108,7 +115,8 @@ class MysqlApplier:
     # -- connection ---------------------------------------------------------------------------------
     def _connection(self) -> Any:
         if self._conn is None:
-            conn = self.target.connect_for_writes(time_zone=self.time_zone)  # strict: no silent '?' or cut
+            # strict: no silent '?' or cut
+            conn = self.target.connect_for_writes(time_zone=self.time_zone, local_infile=self.target.bulk_load)
             try:
                 with conn.cursor() as cur:
                     cur.execute("SET SESSION foreign_key_checks=0")
@@ -116,14 +124,22 @@ class MysqlApplier:
                         cur.execute(sql)
                     cur.execute(f"CREATE DATABASE IF NOT EXISTS {quote_ident(self.checkpoint_schema)} {CHARSET_CLAUSE}")
                     cur.execute(_CHECKPOINT_DDL.format(table=self._table))
+                bulk = self.target.bulk_load and bulk_load.usable(conn)
                 conn.commit()
             except Exception as e:
                 conn.close()
                 raise self._error("setting up the session", e) from None
             self._conn = conn
+            self._loader = BulkLoader() if bulk else None  # close() dropped the last connection's
         return self._conn
 
+    def _no_bulk(self) -> None:
+        if self._loader is not None:
+            self._loader.close()
+            self._loader = None
+
     def close(self) -> None:
+        self._no_bulk()
         if self._conn is not None:
             try:
                 self._conn.close()
@@ -235,23 +251,43 @@ class MysqlApplier:
         checkpoint stays before it.
         """
         started = time.perf_counter()
-        plan: BatchPlan = plan_batch(rows)
         conn = self._connection()
+        plan: BatchPlan = plan_batch(rows, bulk=self._loader is not None)
+        try:
+            self._run(conn, plan, checkpoint)
+        except BulkRefused as e:
+            log.warning("downstream %s: %s; rolled back, the batch and what follows on this connection go as "
+                        "statements", self.target, e)  # fmt: skip
+            self._rollback()
+            self._no_bulk()
+            conn = self._connection()
+            plan = plan_batch(rows)
+            self._run(conn, plan, checkpoint)
+        return ApplyStats(plan.rows_in, plan.upserts, plan.deletes, len(plan.statements), time.perf_counter() - started)
+
+    def _run(self, conn: Any, plan: BatchPlan, checkpoint: Checkpoint) -> None:
+        """The plan and the checkpoint in one transaction. Raises SparkcdcError; BulkRefused with the transaction
+        still open."""
         schema, table = checkpoint.schema, checkpoint.table
         try:
             with conn.cursor() as cur:
                 for sql in plan.statements:
-                    cur.execute(sql)
-                    check_write(cur, target=self.target, schema=schema, table=table)
+                    if isinstance(sql, str):
+                        cur.execute(sql)
+                        check_write(cur, target=self.target, schema=schema, table=table)
+                    else:
+                        assert self._loader is not None  # plan_batch makes loads only for a loader
+                        self._loader.load(conn, cur, sql, target=self.target, schema=schema, table=table)
                 self._write_checkpoint(cur, checkpoint)
             conn.commit()
+        except BulkRefused:
+            raise
         except Exception as e:
             self._rollback()
             lossy = as_lossy_write_error(e, target=self.target, schema=schema, table=table)
             if lossy is not None:
                 raise lossy from None
-            raise self._error(f"applying {len(rows)} rows to {schema}.{table}", e) from None
-        return ApplyStats(plan.rows_in, plan.upserts, plan.deletes, len(plan.statements), time.perf_counter() - started)
+            raise self._error(f"applying {plan.rows_in} rows to {schema}.{table}", e) from None
 
     # -- DDL ----------------------------------------------------------------------------------------
     def execute_ddl(self, schema: str, query: str, action: int, checkpoint: Checkpoint, *, replay: bool) -> bool:

@@ -16,11 +16,13 @@ The session must not use ``NO_BACKSLASH_ESCAPES`` (``downstream.connect_for_writ
 from __future__ import annotations
 
 import math
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from decimal import Decimal
 from typing import Any
 
 from sparkcdc.errors import EncodeError
+from sparkcdc.model import TableInfo
+from sparkcdc.model.column_type import BLOB_TYPES, FLOAT_TYPES, INTEGER_TYPES
 
 _ESCAPES = str.maketrans({"\\": "\\\\", "'": "\\'", "\0": "\\0", "\n": "\\n", "\r": "\\r", "\x1a": "\\Z", '"': '\\"'})
 
@@ -80,3 +82,28 @@ def row_tuple(values: Iterable[Any]) -> str:
         return "(" + ",".join([render[type(v)](v) for v in values]) + ")"
     except KeyError:
         return "(" + ",".join([literal(v) for v in values]) + ")"
+
+
+# The one form a column's values take in a row the MySQL sink renders (``native/src/sql.rs`` takes a column only
+# when its values have its kind's Python type): integers, YEAR, BIT, ENUM index and SET bitmask as digits; FLOAT and
+# DOUBLE as ``repr``; DECIMAL as its text; text, temporal and JSON values as quoted strings; binary strings, blobs
+# and geometry as ``X'…'`` (``''`` when empty).
+KIND_INT, KIND_FLOAT, KIND_DECIMAL, KIND_TEXT, KIND_BYTES = range(5)
+_KIND_TYPES: tuple[tuple[type, ...], ...] = ((int,), (float,), (Decimal,), (str,), (bytes, bytearray, memoryview))
+
+
+def value_kinds(table: TableInfo) -> list[int]:
+    """Each column's kind (``KIND_*``)."""
+    out = []
+    for c in table.columns:
+        t = c.type
+        out.append(KIND_INT if t in INTEGER_TYPES or t in ("year", "bit", "enum", "set") else
+                   KIND_FLOAT if t in FLOAT_TYPES else KIND_DECIMAL if t == "decimal" else
+                   KIND_BYTES if t in BLOB_TYPES or t == "geometry" else KIND_TEXT)  # fmt: skip
+    return out
+
+
+def of_kinds(values: Sequence[Any], kinds: Sequence[int]) -> bool:
+    """Whether every value is NULL or of its column's kind (the Python reference renders by a value's type, the
+    kernel by its column's kind: they agree exactly when this holds)."""
+    return all(v is None or isinstance(v, _KIND_TYPES[k]) for v, k in zip(values, kinds, strict=True))

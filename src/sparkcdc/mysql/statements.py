@@ -6,6 +6,10 @@ Tables with a handle key (PK, else a NOT NULL unique key) are *compacted*: each 
 1. ``DELETE FROM t WHERE k IN (…)`` for keys whose final state is "absent" (batched), then
 2. ``REPLACE INTO t (cols) VALUES (…),(…)`` for keys whose final state is an image.
 
+With ``bulk``, the REPLACE is a :class:`~sparkcdc.mysql.bulk_load.BulkLoad` of the same VALUES tuples (``LOAD DATA
+LOCAL INFILE … REPLACE``) for the applier to run in its place, when every value is in its column's one form: always
+for rows the MySQL sink rendered, for RowChanges when each value is of its column's kind.
+
 Deletes go first so that a unique value freed by a deleted row can be taken by a replaced one; REPLACE
 (not ``INSERT … ON DUPLICATE KEY UPDATE``) removes any row that conflicts on *another* unique key, which is
 what the upstream's final state implies. Running the statements twice gives the same table, so a batch
@@ -25,7 +29,8 @@ from typing import Any
 
 from sparkcdc.model import RowChange, RowOp, TableInfo
 from sparkcdc.model.steps import AppliedRow, RenderedRow
-from sparkcdc.mysql.sql_values import literal, row_tuple
+from sparkcdc.mysql.bulk_load import BulkLoad, load_columns
+from sparkcdc.mysql.sql_values import literal, of_kinds, row_tuple, value_kinds
 from sparkcdc.mysql.target import quote_ident, quote_table
 
 # Stay well below MariaDB's default max_allowed_packet (16 MiB).
@@ -34,9 +39,9 @@ MAX_STATEMENT_BYTES = 4 * 1024 * 1024
 
 @dataclass(frozen=True, slots=True)
 class BatchPlan:
-    """The statements of one batch and what they do (for progress counters)."""
+    """The statements of one batch (a bulk load stands for a REPLACE) and what they do (for progress counters)."""
 
-    statements: tuple[str, ...]
+    statements: tuple[str | BulkLoad, ...]
     upserts: int
     deletes: int
     rows_in: int
@@ -56,15 +61,17 @@ def writable_positions(table: TableInfo) -> tuple[int, ...]:
     return tuple(i for i, c in enumerate(table.columns) if c.generated is None)
 
 
-def plan_batch(rows: Sequence[AppliedRow], *, max_bytes: int = MAX_STATEMENT_BYTES) -> BatchPlan:
-    """Statements that bring the downstream to the state after ``rows`` (all of one table, in order)."""
-    statements: list[str] = []
+def plan_batch(rows: Sequence[AppliedRow], *, max_bytes: int = MAX_STATEMENT_BYTES, bulk: bool = False) -> BatchPlan:
+    """Statements that bring the downstream to the state after ``rows`` (all of one table, in order); with ``bulk``
+    a keyed table's REPLACE is a bulk load where its values allow."""
+    statements: list[str | BulkLoad] = []
     upserts = deletes = 0
     for group in _groups_by_shape(rows):
         table = group[0].table
         keys = key_positions(table)
+        s: Sequence[str | BulkLoad]
         if keys:
-            s, u, d = _compacted(group, table, keys, max_bytes)
+            s, u, d = _compacted(group, table, keys, max_bytes, bulk)
         else:
             s, u, d = _sequential(group, table, max_bytes)  # type: ignore[arg-type]  # only keyed tables render
         statements.extend(s)
@@ -92,8 +99,8 @@ def _groups_by_shape(rows: Sequence[AppliedRow]) -> Iterator[list[AppliedRow]]:
 
 
 def _compacted(
-    rows: list[AppliedRow], table: TableInfo, keys: tuple[int, ...], max_bytes: int
-) -> tuple[list[str], int, int]:
+    rows: list[AppliedRow], table: TableInfo, keys: tuple[int, ...], max_bytes: int, bulk: bool
+) -> tuple[list[str | BulkLoad], int, int]:
     final: dict[object, Any] = {}
     rendered = isinstance(rows[0], RenderedRow)
     if rendered:
@@ -116,7 +123,7 @@ def _compacted(
                 final[old] = None
             final[new] = image(r)
     name = quote_table(table.schema, table.table)
-    statements: list[str] = []
+    statements: list[str | BulkLoad] = []
     gone = [k for k, v in final.items() if v is None]
     images = [v for v in final.values() if v is not None]
     if gone:
@@ -131,6 +138,10 @@ def _compacted(
         statements.extend(_chunked(head, items, ")", max_bytes))
     if images:
         cols_pos = writable_positions(table)
+        if bulk and (rendered or _loadable(images, table, cols_pos)):
+            items = images if rendered else [row_tuple([v[i] for i in cols_pos]) for v in images]
+            statements.append(BulkLoad(name, load_columns(table, cols_pos), items))
+            return statements, len(images), len(gone)
         cols = ",".join(quote_ident(table.columns[i].name) for i in cols_pos)
         head = f"REPLACE INTO {name} ({cols}) VALUES "
         if rendered:
@@ -141,6 +152,14 @@ def _compacted(
             items = [row_tuple([v[i] for i in cols_pos]) for v in images]
         statements.extend(_chunked(head, items, "", max_bytes))
     return statements, len(images), len(gone)
+
+
+def _loadable(images: list[Any], table: TableInfo, positions: tuple[int, ...]) -> bool:
+    """Whether images of RowChanges render as a load reads them: every written value of its column's kind (what a
+    rendered row guarantees, ``sql_values.of_kinds``)."""
+    kinds = value_kinds(table)
+    wanted = [kinds[i] for i in positions]
+    return all(of_kinds([v[i] for i in positions], wanted) for v in images)
 
 
 def _key_function(keys: tuple[int, ...]) -> Callable[[Any], object]:

@@ -43,7 +43,7 @@ _IGNORED_PARAMS = frozenset(
         "enable-old-value",
     }
 )
-_KNOWN_PARAMS = _IGNORED_PARAMS | {"time-zone", "ssl-ca", "ssl-cert", "ssl-key", "connect-timeout"}
+_KNOWN_PARAMS = _IGNORED_PARAMS | {"time-zone", "ssl-ca", "ssl-cert", "ssl-key", "connect-timeout", "bulk-load"}
 
 # The write session's sql_mode, replacing the server's whole mode so every downstream behaves alike.
 # STRICT_ALL_TABLES: a value a column cannot hold fails the statement (transactional or not) instead of being
@@ -109,6 +109,10 @@ class MysqlTarget:
         zone = given.get("time-zone")
         if zone and (problem := time_zone_problem(zone)):
             raise ConfigError(f"invalid time-zone {zone!r} in MySQL URI: {problem}", code="CDC:ErrMySQLInvalidConfig")
+        bulk = given.get("bulk-load", "true")
+        if bulk not in ("true", "false"):
+            raise ConfigError(f"invalid bulk-load {bulk!r} in MySQL URI: use true or false",
+                              code="CDC:ErrMySQLInvalidConfig")  # fmt: skip
         try:
             check_tls_files(*(given.get(f"ssl-{k}", "") for k in ("ca", "cert", "key")))
         except TlsFileError as e:
@@ -123,6 +127,12 @@ class MysqlTarget:
             params=params,
             tls=parts.scheme.lower().endswith("+ssl"),
         )
+
+    @property
+    def bulk_load(self) -> bool:
+        """``bulk-load`` (default true): appliers may load a batch's rows with ``LOAD DATA LOCAL INFILE`` where the
+        downstream allows it (``sparkcdc.mysql.bulk_load``); false keeps them to statements."""
+        return self.param("bulk-load", "true") != "false"
 
     def param(self, key: str, default: str = "") -> str:
         for k, v in self.params:
@@ -173,17 +183,18 @@ class MysqlTarget:
                 code="CDC:ErrMySQLInvalidConfig",
             ) from None
 
-    def connect_for_writes(self, *, time_zone: str | None = None) -> Any:
+    def connect_for_writes(self, *, time_zone: str | None = None, local_infile: bool = False) -> Any:
         """A connection for applying changes (no default database, autocommit off) that cannot lose data
         silently: ``WRITE_SQL_MODE`` (strict), utf8mb4 on the wire, and ``time_zone`` (see
         ``session_time_zone``) when given. Reads the settings back, because a server or proxy that ignored
-        them would bring the silent conversions back.
+        them would bring the silent conversions back. ``local_infile``: the client may load local files (for
+        ``sparkcdc.mysql.bulk_load``, which restricts it to its own loads).
 
         Raises SparkcdcError: retryable when the server is unreachable, final when it refuses the settings.
         """
         import pymysql
 
-        conn = self.connect(database="", autocommit=False, sql_mode=WRITE_SQL_MODE)
+        conn = self.connect(database="", autocommit=False, sql_mode=WRITE_SQL_MODE, local_infile=local_infile)
         try:
             with conn.cursor() as cur:
                 if time_zone is not None:

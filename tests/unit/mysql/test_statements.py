@@ -92,12 +92,14 @@ def test_mysql_uri_parsing_and_masking() -> None:
     t = MysqlTarget.parse("mysql://u%40x:p%40ss@127.0.0.1:3307/?safe-mode=true&time-zone=UTC")
     assert (t.user, t.password, t.port, t.param("time-zone")) == ("u@x", "p@ss", 3307, "UTC")
     assert "p@ss" not in str(t) and "p@ss" not in repr(t)
+    assert t.bulk_load and not MysqlTarget.parse("mysql://h/?bulk-load=false").bulk_load
     assert mask_uri("mysql://root:secret@h:1/") == "mysql://root:xxxxx@h:1/"
     for bad, msg in [
         ("ftp://h/", "unsupported downstream scheme"),
         ("mysql:///", "no host"),
         ("mysql://h/?nope=1", "unknown parameter 'nope'"),
         ("mysql://h:99999/", "invalid MySQL URI"),
+        ("mysql://h/?bulk-load=no", "invalid bulk-load 'no' in MySQL URI: use true or false"),
     ]:
         with pytest.raises(ConfigError, match=msg):
             MysqlTarget.parse(bad)  # fmt: skip

@@ -46,7 +46,7 @@ URI_TO_TOML: Final = {
     "multi-stmt-enable": "enable-multi-statement",
     "cache-prep-stmts": "enable-cache-prepared-statement",
 }
-URI_PARAMS: Final = frozenset({*URI_TO_TOML, "safe-mode", "has-vector-type", "enable-old-value"})
+URI_PARAMS: Final = frozenset({*URI_TO_TOML, "safe-mode", "has-vector-type", "enable-old-value", "bulk-load"})
 MYSQL_CONFIG_KEYS: Final = frozenset(URI_TO_TOML.values())
 # (default, TiCDC's upper bound, smallest allowed)
 _COUNTS: Final = {
@@ -156,6 +156,8 @@ class MysqlSinkConfig:
         target_params += [(k, path) for k, path in ssl.items() if path]
         if v["time_zone"]:
             target_params.append(("time-zone", v["time_zone"]))
+        if not as_bool(src.pick("bulk-load"), True, ERR):  # ours, URI only: MysqlTarget.bulk_load
+            target_params.append(("bulk-load", "false"))
         target = MysqlTarget(
             host=parts.hostname,
             port=port or (4000 if scheme.startswith("tidb") else 3306),

@@ -16,9 +16,9 @@ from typing import Any, Final
 
 from sparkcdc.codec.native import Kernels
 from sparkcdc.model import RowChange, RowOp, RowsEvent, TableInfo
-from sparkcdc.model.column_type import BLOB_TYPES, FLOAT_TYPES, INTEGER_TYPES
+from sparkcdc.model.column_type import FLOAT_TYPES
 from sparkcdc.model.steps import AppliedRow, RenderedRow
-from sparkcdc.mysql.sql_values import literal, row_tuple
+from sparkcdc.mysql.sql_values import literal, of_kinds, row_tuple, value_kinds
 from sparkcdc.mysql.statements import key_positions, writable_positions
 from sparkcdc.sink.base import Payload
 from sparkcdc.sink.mysql.config import MysqlSinkConfig
@@ -94,20 +94,21 @@ def render_rows(rows: Sequence[RowChange]) -> list[RenderedRow]:
 
 def as_rendered(rows: Sequence[AppliedRow]) -> list[AppliedRow]:
     """A table's rows in one form: when some came rendered (native kernel) and some as RowChanges (its Python
-    fallback), the RowChanges are rendered too, so compaction and conflict slots see one kind."""
+    fallback), the RowChanges are rendered too, so compaction and conflict slots see one kind. A row whose values
+    are not all of their columns' kinds (``sql_values.of_kinds``) stays a RowChange: the kernel would not have
+    rendered it, and a bulk load reads each column's values in its kind's one form."""
     if all(isinstance(r, RenderedRow) for r in rows) or all(isinstance(r, RowChange) for r in rows):
         return list(rows)
-    return [render_rows([r])[0] if isinstance(r, RowChange) and renderable(r.table) else r for r in rows]
+    kinds: dict[int, list[int]] = {}
 
+    def rendered(r: RowChange) -> bool:
+        table_kinds = kinds.get(id(r.table))
+        if table_kinds is None:
+            table_kinds = kinds[id(r.table)] = value_kinds(r.table)
+        return renderable(r.table) and all(image is None or of_kinds(image, table_kinds)
+                                           for image in (r.before, r.after))  # fmt: skip
 
-def _kinds(table: TableInfo) -> list[int]:
-    """The native kernel's value kind per column (``native/src/sql.rs``)."""
-    out = []
-    for c in table.columns:
-        t = c.type
-        out.append(0 if t in INTEGER_TYPES or t in ("year", "bit", "enum", "set") else 1 if t in FLOAT_TYPES
-                   else 2 if t == "decimal" else 4 if t in BLOB_TYPES or t == "geometry" else 3)  # fmt: skip
-    return out
+    return [render_rows([r])[0] if isinstance(r, RowChange) and rendered(r) else r for r in rows]
 
 
 def _native_spec(event: RowsEvent) -> dict[str, Any] | None:
@@ -116,7 +117,7 @@ def _native_spec(event: RowsEvent) -> dict[str, Any] | None:
         return None
     ks = KeySlots(table, SLOTS)
     return {
-        "kinds": _kinds(table),
+        "kinds": value_kinds(table),
         "keys": list(key_positions(table)),
         "values": list(writable_positions(table)),
         "indexes": [list(idx) for idx in ks.indexes],

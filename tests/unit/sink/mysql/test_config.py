@@ -225,6 +225,7 @@ BAD: list[tuple[str, dict[str, Any] | None, str, str]] = [
     (H, mc({"time-zone": 8}), "time-zone '8'", f"{MYSQL}: must be a string"),
     (H, mc({"ssl-ca": ["/a"]}), "ssl-ca", f"{MYSQL}: must be a string"),
     (H, mc({"tidb-txn-mode": 1}), "tidb-txn-mode '1'", f"{MYSQL}: must be a string"),
+    (H + "?bulk-load=maybe", None, "bulk-load 'maybe'", "sink URI"),
 ]
 
 
@@ -391,3 +392,10 @@ def test_errors_pickle() -> None:
     e = refused(H + "?worker-count=abc")
     back = pickle.loads(pickle.dumps(e))
     assert (type(back), back.message, back.code) == (ConfigError, e.message, e.code)
+
+
+def test_bulk_load_is_on_unless_the_uri_turns_it_off() -> None:
+    assert cfg(H).target.bulk_load and cfg(H + "?bulk-load=true").target.bulk_load
+    off = cfg(H + "?bulk-load=false").target
+    assert not off.bulk_load and ("bulk-load", "false") in off.params
+    assert not cfg(H + "?bulk-load=0").target.bulk_load  # the URI's booleans, as for every other key
