@@ -23,8 +23,11 @@ Reports, in one run (generated input, same machine, one Spark session, both serv
   against the upstream like the sink, and run after it (on the warmer server: conservative for the sink);
 * the same catch-up with ``[consistent] level = "eventual"`` (the redo log on ``file://`` under the run's temp
   dir, default settings) on a fresh database, checked the same way: its rows/s as a ratio to the run without (target
-  >= 0.8x): what writing every batch to the redo log before applying it costs. Which of the two runs first
-  alternates from round to round (a session's first catch-up is slower): use ``--rounds`` >= 2;
+  >= 0.8x): what writing every batch to the redo log before applying it costs;
+* the same catch-up with the sink URI's ``bulk-load=false`` on a fresh database, checked the same way: the sink's
+  REPLACE statements instead of its default ``LOAD DATA LOCAL INFILE … REPLACE`` (``sparkcdc.mysql.bulk_load``),
+  its rows/s as a ratio to LOAD DATA and the default's rows/s as a ratio to it. Which of the three catch-ups runs
+  first rotates from round to round (a session's first catch-up is slower): use ``--rounds`` >= 3;
 * ``cdc redo apply``'s rows/s (its source and target in this process: the redo log read and checked, then applied as
   the sink applies it, ``--workers 16``) against the LOAD DATA figure above, on the same final rows: a redo log of
   them as the sink writes it (one file per ``--txn-rows`` transactions, INSERTs, table definitions from the
@@ -212,12 +215,18 @@ def run_round(bench: Bench, spark: Any, downstream: MysqlTarget, uri: str, r: in
     def with_redo() -> float:
         return bench.catch_up(spark, f"{db}_ev", uri, progress_checkpoint, config=consistent)
 
-    if r % 2:  # which goes first alternates: a session's first catch-up is the slower one
-        eventual, rate = with_redo(), without()
-    else:
-        rate, eventual = without(), with_redo()
+    def statements() -> float:
+        return bench.catch_up(spark, f"{db}_st", f"{uri}&bulk-load=false", progress_checkpoint)
+
+    create_tables(downstream, f"{db}_st", args.tables)
+    runs = [("rate", without), ("eventual", with_redo), ("statements", statements)]
+    timed: dict[str, float] = {}
+    for name, run in runs[r % 3 :] + runs[: r % 3]:  # which goes first rotates: a session's first is the slower one
+        timed[name] = run()
+    rate, eventual = timed["rate"], timed["eventual"]
     verify(bench.conn, downstream, db, db, "mysql sink", args.tables)
     verify(bench.conn, downstream, f"{db}_ev", f"{db}_ev", "mysql sink with a redo log", args.tables)
+    verify(bench.conn, downstream, f"{db}_st", f"{db}_st", "mysql sink with bulk-load=false", args.tables)
     rows = read_rows(bench.conn, db, args.tables)
     count = sum(len(v) for v in rows.values())
     if count != args.rows:
@@ -235,7 +244,8 @@ def run_round(bench: Bench, spark: Any, downstream: MysqlTarget, uri: str, r: in
     verify(bench.conn, downstream, db, f"{db}_redo", "redo apply", args.tables)
     writers = min(MysqlSinkConfig.from_uri(uri).worker_count, spark.sparkContext.defaultParallelism)
     routed = f"{writer_tasks(db, args.tables, writers)} of {writers}"
-    return {"rate": rate, "eventual": eventual, "load": load, "many": many, "apply": apply, "writers": routed}
+    return {"rate": rate, "eventual": eventual, "statements": timed["statements"], "load": load, "many": many,
+            "apply": apply, "writers": routed}  # fmt: skip
 
 
 def live_latency(bench: Bench, spark: Any, downstream: MysqlTarget, uri: str) -> list[float]:
@@ -344,6 +354,8 @@ def main() -> int:
                       f"writer tasks), with a redo log {got['eventual']:,.0f} rows/s; LOAD DATA {got['load']:,.0f} "
                       f"rows/s; executemany {got['many']:,.0f} rows/s; redo apply {got['apply']:,.0f} rows/s; "
                       "downstream equals upstream for all five", flush=True)  # fmt: skip
+                print(f"round {r + 1}: mysql sink with bulk-load=false (REPLACE statements) {got['statements']:,.0f} "
+                      "rows/s; downstream equals upstream", flush=True)  # fmt: skip
             if args.live_seconds > 0:
                 latencies = live_latency(bench, spark, downstream, uri)
         finally:
@@ -360,6 +372,10 @@ def main() -> int:
           f"({statistics.median(x['load'] for x in results):,.0f} rows/s) {vs_load:.2f}x (target >= 0.5x); "
           f"ratio to pymysql executemany ({statistics.median(x['many'] for x in results):,.0f} rows/s) "
           f"{vs_many:.2f}x", flush=True)  # fmt: skip
+    print(f"mysql sink with bulk-load=false (REPLACE statements): "
+          f"{statistics.median(x['statements'] for x in results):,.0f} rows/s; ratio to LOAD DATA "
+          f"{statistics.median(x['statements'] / x['load'] for x in results):.2f}x; bulk load (default) / statements "
+          f"{statistics.median(x['rate'] / x['statements'] for x in results):.2f}x", flush=True)  # fmt: skip
     print(f"mysql sink with [consistent] level = \"eventual\" (redo log on file://): "
           f"{statistics.median(x['eventual'] for x in results):,.0f} rows/s; ratio to level none "
           f"{statistics.median(x['eventual'] / x['rate'] for x in results):.2f}x (target >= 0.8x)", flush=True)
