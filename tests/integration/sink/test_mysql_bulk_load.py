@@ -1,7 +1,9 @@
 """The MySQL sink's bulk path on a real MariaDB: rendered rows' final images go in by ``LOAD DATA LOCAL INFILE …
 REPLACE`` in the batch's transaction and end exactly as the REPLACE statements store them, for every column type
 and any text or bytes; a value a column cannot hold fails the batch naming the table and column as the statement
-does, with nothing applied; a warning or a server without LOCAL leaves the batch to statements."""
+does, with nothing applied; a warning or a server without LOCAL leaves the batch to statements. Generated tables and
+rows of every type the capture decodes (``tests.unit.native.test_generated_rows``) end the same either way, or fail
+alike."""
 
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ from decimal import Decimal
 from typing import Any
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, assume, given, settings
 from hypothesis import strategies as st
 
 from sparkcdc.errors import SparkcdcError
@@ -20,10 +22,14 @@ from sparkcdc.model import ColumnInfo, IndexInfo, RowChange, RowOp, TableInfo
 from sparkcdc.model.steps import Checkpoint, RenderedRow
 from sparkcdc.model.table import with_handle_keys
 from sparkcdc.mysql.applier import MysqlApplier
-from sparkcdc.mysql.target import MysqlTarget
+from sparkcdc.mysql.bulk_load import BulkLoad
+from sparkcdc.mysql.sql_values import literal
+from sparkcdc.mysql.statements import plan_batch
+from sparkcdc.mysql.target import MysqlTarget, quote_ident
 from sparkcdc.sink.mysql.encoder import render_rows
 from sparkcdc.sink.mysql.session import CHECKPOINT_SCHEMA
 from tests.integration.consumer.servers import downstream_server, run_sql, target  # noqa: F401
+from tests.unit.native.test_generated_rows import transactions
 
 pytestmark = pytest.mark.integration
 
@@ -244,3 +250,62 @@ def test_rendered_rows_keep_their_deletes_and_updates(downstream: MysqlTarget) -
     _apply(downstream, rendered, ts=12).close()
     assert run_sql(downstream, f"SELECT id, v FROM {DB}.t ORDER BY id") == [
         (1, "plain"), (4, "changed"), (5, "plain"), (30, "moved")]  # fmt: skip
+
+
+def _ddl(table: TableInfo, name: str) -> str:
+    """``CREATE TABLE`` for a generated table (``tests.unit.native.test_generated_rows.transactions``)."""
+    cols = []
+    for c in table.columns:
+        t = c.type
+        sql = t.upper()
+        if t in ("tinyint", "smallint", "mediumint", "int", "bigint"):
+            sql += " UNSIGNED" if c.unsigned else ""
+        elif t == "decimal":
+            sql = f"DECIMAL({c.length or 10},{c.decimal or 0})"
+        elif t in ("datetime", "timestamp", "time"):
+            sql = f"{sql}({c.decimal or 0})"
+        elif t in ("bit", "binary", "varbinary"):
+            sql = f"{sql}({c.length})"
+        elif t in ("enum", "set"):
+            sql = f"{sql}({','.join(literal(e) for e in c.elements)})"
+        elif t in ("char", "varchar") or t.endswith("text"):
+            sql = (f"{sql}({c.length})" if t in ("char", "varchar") else sql) + f" CHARACTER SET {c.charset}"
+        cols.append(f"{quote_ident(c.name)} {sql} {'NULL' if c.nullable else 'NOT NULL'}")
+    keys = [f"{'PRIMARY KEY' if i.primary else 'UNIQUE KEY ' + quote_ident(i.name)} "
+            f"({','.join(quote_ident(k) for k in i.columns)})" for i in table.indexes]  # fmt: skip
+    return f"CREATE TABLE {DB}.{name} ({', '.join(cols + keys)})"
+
+
+def _outcome(t: MysqlTarget, rows: list[Any], table: str) -> tuple[str, Any]:
+    try:
+        _apply(t, rows, table=table).close()
+    except SparkcdcError as e:
+        return "failed", e.message.replace(f"{DB}.{table}", f"{DB}.?").replace(f"`{table}`", "`?`")
+    return "applied", run_sql(t, f"SELECT * FROM {DB}.{table} ORDER BY 1")
+
+
+@settings(max_examples=20, deadline=None, suppress_health_check=list(HealthCheck))
+@given(transactions())
+def test_generated_rows_of_every_type_load_as_the_statements_store_them_or_fail_alike(
+    downstream: MysqlTarget, txn: tuple[TableInfo, list[RowChange]]
+) -> None:
+    """Every MySQL type the capture decodes, with generated values (edge numbers, zero and invalid dates, every fsp,
+    every charset): the bulk load stores exactly what the statements store, or both fail the batch with the same
+    message, with nothing of it committed."""
+    table, rows = txn
+    assume(not any(c.type == "set" and any("," in e for e in c.elements) for c in table.columns))  # no SET form
+    assume(not any(c.type in ("enum", "set") and len({e.rstrip() for e in c.elements}) < len(c.elements)
+                   for c in table.columns))  # fmt: skip  # the server strips trailing spaces of elements
+    for name in ("g_t", "g_s"):
+        run_sql(downstream, f"DROP TABLE IF EXISTS {DB}.{name}", _ddl(table, name))
+    bulk_table, statement_table = (replace(table, schema=DB, table=n) for n in ("g_t", "g_s"))
+    bulk_rows = [replace(r, table=bulk_table) for r in rows]
+    rendered = render_rows(bulk_rows)
+    loads = sum(isinstance(s, BulkLoad) for s in plan_batch(rendered, bulk=True).statements)  # 0: all deleted
+    before = _status(downstream)
+    bulk = _outcome(downstream, rendered, "g_t")
+    assert _status(downstream)["Com_load"] == before["Com_load"] + loads
+    statements = _outcome(_statements_only(downstream), [replace(r, table=statement_table) for r in rows], "g_s")
+    assert bulk == statements
+    if bulk[0] == "failed":
+        assert run_sql(downstream, f"SELECT COUNT(*) FROM {DB}.g_t") == [(0,)]
