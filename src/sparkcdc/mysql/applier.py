@@ -9,10 +9,10 @@ written twice around its DDL: DDL commits implicitly, so it cannot share a trans
 pending DDL is re-run tolerating "already done" errors.
 
 Statements are idempotent (see ``sparkcdc.mysql.statements``), so even a lost checkpoint would only replay. Where
-the downstream allows it (and the URI does not say ``bulk-load=false``), the REPLACE of a batch's final images runs
-as ``LOAD DATA LOCAL INFILE … REPLACE`` in the same transaction (``sparkcdc.mysql.bulk_load``); a load the applier
-cannot vouch for is rolled back and the batch applied with statements, and the connection keeps to statements from
-then on.
+the downstream allows it (and the URI does not say ``bulk-load=false``), the REPLACE of a batch's final images
+(``bulk_load.MIN_ROWS`` or more) runs as ``LOAD DATA LOCAL INFILE … REPLACE`` in the same transaction
+(``sparkcdc.mysql.bulk_load``); a load the applier cannot vouch for is rolled back and the batch applied with
+statements, and the connection keeps to statements from then on.
 """
 
 from __future__ import annotations
@@ -252,7 +252,7 @@ class MysqlApplier:
         """
         started = time.perf_counter()
         conn = self._connection()
-        plan: BatchPlan = plan_batch(rows, bulk=self._loader is not None)
+        plan: BatchPlan = plan_batch(rows, load_from=bulk_load.MIN_ROWS if self._loader is not None else 0)
         try:
             self._run(conn, plan, checkpoint)
         except BulkRefused as e:

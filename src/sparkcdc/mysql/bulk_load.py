@@ -51,6 +51,10 @@ _REFUSED: Final = frozenset({1148, 2068, 3948, 3950, 4166})
 _MISREAD: Final = frozenset({1261, 1262})
 _INFO: Final = re.compile(rb"Records: (\d+)\s+Deleted: \d+\s+Skipped: (\d+)\s+Warnings: (\d+)")
 _CAST: Final = frozenset({"bit", "enum", "set", "year"})
+# Final images of one table in one batch below which the REPLACE statement is faster than a load: a load costs about
+# 4 ms more per batch (the file written, asked for by the server and sent) and saves about 14 µs per row (measured
+# on MariaDB 11 through MysqlApplier on 2 cores: 0.64x the statements at 64 rows, 1.05x at 512, 1.41x at 2048).
+MIN_ROWS: Final = 512
 
 
 class BulkRefused(Exception):

@@ -6,9 +6,10 @@ Tables with a handle key (PK, else a NOT NULL unique key) are *compacted*: each 
 1. ``DELETE FROM t WHERE k IN (…)`` for keys whose final state is "absent" (batched), then
 2. ``REPLACE INTO t (cols) VALUES (…),(…)`` for keys whose final state is an image.
 
-With ``bulk``, the REPLACE is a :class:`~sparkcdc.mysql.bulk_load.BulkLoad` of the same VALUES tuples (``LOAD DATA
-LOCAL INFILE … REPLACE``) for the applier to run in its place, when every value is in its column's one form: always
-for rows the MySQL sink rendered, for RowChanges when each value is of its column's kind.
+With ``load_from``, a REPLACE of that many rows or more is a :class:`~sparkcdc.mysql.bulk_load.BulkLoad` of the
+same VALUES tuples (``LOAD DATA LOCAL INFILE … REPLACE``) for the applier to run in its place, when every value is in
+its column's one form: always for rows the MySQL sink rendered, for RowChanges when each value is of its column's
+kind.
 
 Deletes go first so that a unique value freed by a deleted row can be taken by a replaced one; REPLACE
 (not ``INSERT … ON DUPLICATE KEY UPDATE``) removes any row that conflicts on *another* unique key, which is
@@ -61,9 +62,10 @@ def writable_positions(table: TableInfo) -> tuple[int, ...]:
     return tuple(i for i, c in enumerate(table.columns) if c.generated is None)
 
 
-def plan_batch(rows: Sequence[AppliedRow], *, max_bytes: int = MAX_STATEMENT_BYTES, bulk: bool = False) -> BatchPlan:
-    """Statements that bring the downstream to the state after ``rows`` (all of one table, in order); with ``bulk``
-    a keyed table's REPLACE is a bulk load where its values allow."""
+def plan_batch(rows: Sequence[AppliedRow], *, max_bytes: int = MAX_STATEMENT_BYTES, load_from: int = 0) -> BatchPlan:
+    """Statements that bring the downstream to the state after ``rows`` (all of one table, in order); with
+    ``load_from`` (0: never) a keyed table's REPLACE of at least that many rows is a bulk load where its values
+    allow."""
     statements: list[str | BulkLoad] = []
     upserts = deletes = 0
     for group in _groups_by_shape(rows):
@@ -71,7 +73,7 @@ def plan_batch(rows: Sequence[AppliedRow], *, max_bytes: int = MAX_STATEMENT_BYT
         keys = key_positions(table)
         s: Sequence[str | BulkLoad]
         if keys:
-            s, u, d = _compacted(group, table, keys, max_bytes, bulk)
+            s, u, d = _compacted(group, table, keys, max_bytes, load_from)
         else:
             s, u, d = _sequential(group, table, max_bytes)  # type: ignore[arg-type]  # only keyed tables render
         statements.extend(s)
@@ -99,7 +101,7 @@ def _groups_by_shape(rows: Sequence[AppliedRow]) -> Iterator[list[AppliedRow]]:
 
 
 def _compacted(
-    rows: list[AppliedRow], table: TableInfo, keys: tuple[int, ...], max_bytes: int, bulk: bool
+    rows: list[AppliedRow], table: TableInfo, keys: tuple[int, ...], max_bytes: int, load_from: int
 ) -> tuple[list[str | BulkLoad], int, int]:
     final: dict[object, Any] = {}
     rendered = isinstance(rows[0], RenderedRow)
@@ -138,7 +140,7 @@ def _compacted(
         statements.extend(_chunked(head, items, ")", max_bytes))
     if images:
         cols_pos = writable_positions(table)
-        if bulk and (rendered or _loadable(images, table, cols_pos)):
+        if 0 < load_from <= len(images) and (rendered or _loadable(images, table, cols_pos)):
             items = images if rendered else [row_tuple([v[i] for i in cols_pos]) for v in images]
             statements.append(BulkLoad(name, load_columns(table, cols_pos), items))
             return statements, len(images), len(gone)

@@ -21,6 +21,7 @@ from sparkcdc.errors import SparkcdcError
 from sparkcdc.model import ColumnInfo, IndexInfo, RowChange, RowOp, TableInfo
 from sparkcdc.model.steps import Checkpoint, RenderedRow
 from sparkcdc.model.table import with_handle_keys
+from sparkcdc.mysql import bulk_load
 from sparkcdc.mysql.applier import MysqlApplier
 from sparkcdc.mysql.bulk_load import BulkLoad
 from sparkcdc.mysql.sql_values import literal
@@ -75,7 +76,9 @@ def _row(i: int, text: str = "plain", blob: bytes = b"\x00\xff", number: float =
 
 
 @pytest.fixture
-def downstream(target: MysqlTarget) -> Iterator[MysqlTarget]:  # noqa: F811
+def downstream(target: MysqlTarget, monkeypatch: pytest.MonkeyPatch) -> Iterator[MysqlTarget]:  # noqa: F811
+    """The test tables, and loads from one row (the applier's threshold, ``bulk_load.MIN_ROWS``, is for speed)."""
+    monkeypatch.setattr(bulk_load, "MIN_ROWS", 1)
     definition = ", ".join(f"`{n}` {sql}" for n, _, sql in COLUMNS)
     run_sql(target, f"DROP DATABASE IF EXISTS {DB}", f"DROP DATABASE IF EXISTS {CHECKPOINT_SCHEMA}",
             f"CREATE DATABASE {DB} CHARACTER SET utf8mb4 COLLATE utf8mb4_bin",
@@ -301,7 +304,7 @@ def test_generated_rows_of_every_type_load_as_the_statements_store_them_or_fail_
     bulk_table, statement_table = (replace(table, schema=DB, table=n) for n in ("g_t", "g_s"))
     bulk_rows = [replace(r, table=bulk_table) for r in rows]
     rendered = render_rows(bulk_rows)
-    loads = sum(isinstance(s, BulkLoad) for s in plan_batch(rendered, bulk=True).statements)  # 0: all deleted
+    loads = sum(isinstance(s, BulkLoad) for s in plan_batch(rendered, load_from=1).statements)  # 0: all deleted
     before = _status(downstream)
     bulk = _outcome(downstream, rendered, "g_t")
     assert _status(downstream)["Com_load"] == before["Com_load"] + loads
@@ -309,3 +312,15 @@ def test_generated_rows_of_every_type_load_as_the_statements_store_them_or_fail_
     assert bulk == statements
     if bulk[0] == "failed":
         assert run_sql(downstream, f"SELECT COUNT(*) FROM {DB}.g_t") == [(0,)]
+
+
+def test_a_batch_below_the_threshold_goes_as_statements(
+    downstream: MysqlTarget, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(bulk_load, "MIN_ROWS", 3)
+    before = _status(downstream)
+    _apply(downstream, render_rows([RowChange(10, T, RowOp.INSERT, None, _row(i)) for i in (1, 2)])).close()
+    assert _status(downstream)["Com_load"] == before["Com_load"]
+    _apply(downstream, render_rows([RowChange(11, T, RowOp.INSERT, None, _row(i)) for i in (3, 4, 5)]), ts=11).close()
+    assert _status(downstream)["Com_load"] == before["Com_load"] + 1
+    assert [r[0] for r in run_sql(downstream, f"SELECT id FROM {DB}.t ORDER BY id")] == [1, 2, 3, 4, 5]

@@ -42,7 +42,7 @@ def test_row_changes_of_their_columns_kinds_load_after_the_deletes() -> None:
     row = (1, "it's", b"\x00", 5, 2024, Decimal("1.50"), 2)
     rows = [_ins(row), _ins((3, None, b"", None, None, None, 4)),
             RowChange(2, T, RowOp.DELETE, (3, None, b"", None, None, None, 4), None)]  # fmt: skip
-    plan = plan_batch(rows, bulk=True)
+    plan = plan_batch(rows, load_from=1)
     assert plan.statements[0] == "DELETE FROM `db`.`t` WHERE `id` IN (3)"
     load = plan.statements[1]
     assert isinstance(load, BulkLoad) and len(plan.statements) == 2
@@ -55,7 +55,7 @@ def test_row_changes_of_their_columns_kinds_load_after_the_deletes() -> None:
 
 def test_rendered_rows_load_the_tuples_they_carry() -> None:
     rows = [_ins((1, "x", b"\x01", 1, 1999, Decimal(2), 2)), _ins((2, "y", None, 0, 2000, None, 3))]
-    plan = plan_batch(render_rows(rows), bulk=True)
+    plan = plan_batch(render_rows(rows), load_from=1)
     (load,) = plan.statements
     assert isinstance(load, BulkLoad)
     assert list(load.items) == [r.values for r in render_rows(rows)]
@@ -66,11 +66,18 @@ def test_a_value_not_of_its_columns_kind_keeps_the_batch_to_statements() -> None
     in a DECIMAL) would be stored differently from the statement's literal."""
     for odd in [(1, "x", "text in a blob", 1, 2000, None, 2), (1, b"bytes in text", None, 1, 2000, None, 2),
                 (1, "x", None, 1, 2000, 1.5, 2)]:  # fmt: skip
-        plan = plan_batch([_ins((2, "ok", None, None, None, None, 3)), _ins(odd)], bulk=True)
+        plan = plan_batch([_ins((2, "ok", None, None, None, None, 3)), _ins(odd)], load_from=1)
         assert all(isinstance(s, str) for s in plan.statements), odd
         assert plan.statements[0].startswith("REPLACE INTO")
 
 
 def test_tables_without_a_key_never_load() -> None:
-    plan = plan_batch([_ins((1, "x"), NOKEY)], bulk=True)
+    plan = plan_batch([_ins((1, "x"), NOKEY)], load_from=1)
     assert plan.statements == ("INSERT INTO `db`.`k` (`a`,`b`) VALUES (1,'x')",)
+
+
+def test_a_batch_below_the_threshold_keeps_to_statements() -> None:
+    rows = [_ins((i, "x", None, None, None, None, i + 1)) for i in range(3)]
+    assert all(isinstance(s, str) for s in plan_batch(rows, load_from=4).statements)
+    assert isinstance(plan_batch(rows, load_from=3).statements[0], BulkLoad)
+    assert all(isinstance(s, str) for s in plan_batch(rows).statements)  # 0: never
