@@ -51,10 +51,11 @@ _REFUSED: Final = frozenset({1148, 2068, 3948, 3950, 4166})
 _MISREAD: Final = frozenset({1261, 1262})
 _INFO: Final = re.compile(rb"Records: (\d+)\s+Deleted: \d+\s+Skipped: (\d+)\s+Warnings: (\d+)")
 _CAST: Final = frozenset({"bit", "enum", "set", "year"})
-# Final images of one table in one batch below which the REPLACE statement is faster than a load: a load costs about
-# 4 ms more per batch (the file written, asked for by the server and sent) and saves about 14 µs per row (measured
-# on MariaDB 11 through MysqlApplier on 2 cores: 0.64x the statements at 64 rows, 1.05x at 512, 1.41x at 2048).
-MIN_ROWS: Final = 512
+# Final images of one table in one batch below which the REPLACE statement is faster than a load, whose fixed cost
+# per batch is higher (the file written, asked for by the server and sent). ``benchmarks/mysql_bulk_load.py`` on
+# MariaDB on 2 shared cores, bulk / statements: 0.55-0.64x at 64 rows, 0.68x at 256, 0.84-1.05x at 512, 1.30x at
+# 768, 1.17x at 1024, 1.26-2.15x at 2048.
+MIN_ROWS: Final = 768
 
 
 class BulkRefused(Exception):
