@@ -29,7 +29,7 @@ from sparkcdc.mysql.statements import plan_batch
 from sparkcdc.mysql.target import MysqlTarget, quote_ident
 from sparkcdc.sink.mysql.encoder import render_rows
 from sparkcdc.sink.mysql.session import CHECKPOINT_SCHEMA
-from tests.integration.consumer.servers import downstream_server, run_sql, target  # noqa: F401
+from tests.integration.consumer.servers import run_sql
 from tests.unit.native.test_generated_rows import transactions
 
 pytestmark = pytest.mark.integration
@@ -76,7 +76,7 @@ def _row(i: int, text: str = "plain", blob: bytes = b"\x00\xff", number: float =
 
 
 @pytest.fixture
-def downstream(target: MysqlTarget, monkeypatch: pytest.MonkeyPatch) -> Iterator[MysqlTarget]:  # noqa: F811
+def downstream(target: MysqlTarget, monkeypatch: pytest.MonkeyPatch) -> Iterator[MysqlTarget]:
     """The test tables, and loads from one row (the applier's threshold, ``bulk_load.MIN_ROWS``, is for speed)."""
     monkeypatch.setattr(bulk_load, "MIN_ROWS", 1)
     definition = ", ".join(f"`{n}` {sql}" for n, _, sql in COLUMNS)
