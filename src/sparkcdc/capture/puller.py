@@ -29,14 +29,8 @@ import pymysql  # type: ignore[import-untyped]
 from sparkcdc.capture import binlog as b
 from sparkcdc.capture.binlog_stream import BinlogStream, PullerConfig, connect, query
 from sparkcdc.capture.position import BinlogPosition, StartPoint, file_seq
-from sparkcdc.capture.relay_log import (
-    FLAG_CHECKSUM,
-    FLAG_DDL,
-    RESERVE_SQL,
-    Progress,
-    RelayLogWriter,
-    reservations,
-)
+from sparkcdc.capture.relay_log import FLAG_CHECKSUM, FLAG_DDL, Progress
+from sparkcdc.capture.relay_writer import RESERVE_SQL, RelayLogWriter, reservations
 from sparkcdc.capture.reservations import Reservations, position_key
 from sparkcdc.capture.schema_history import SchemaTracker
 from sparkcdc.capture.table_map import TableMap, parse_table_map

@@ -11,8 +11,10 @@ resolved ts are committed (SQLite ``synchronous=FULL``). On open for writing, by
 frame of the newest segment (a crash mid-write) are truncated. A transaction is never held in memory: past
 ``SPILL_BYTES`` its events go straight to the segment and the header is patched at commit.
 
-Readers (the Spark driver and executors) only need ``RelayLog.resolved_ts``/``chunks`` on the driver and
-``read_chunk``/``iter_frames`` (no index) on executors. A ``ChunkRef`` names a byte range of whole frames.
+Readers ask ``RelayLog`` (the index's read API: progress, transactions, chunks, the next DDL, where a batch's bytes
+pass a cap, which commit-ts a binlog position ends) on the driver, and ``read_chunk``/``iter_frames`` (no index) on
+executors; nothing outside ``capture/`` reads the index's tables. A ``ChunkRef`` names a byte range of whole frames.
+The append side is ``relay_writer``.
 """
 
 from __future__ import annotations
@@ -29,6 +31,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from sparkcdc.capture.binlog import HEADER_LEN
+from sparkcdc.capture.position import file_seq
 from sparkcdc.errors import CorruptDataError, StorageError
 
 log = logging.getLogger(__name__)
@@ -156,6 +159,58 @@ class RelayLog:
             (start_ts_exclusive, min(end_ts_inclusive, (1 << 63) - 1)),
         ).fetchall()
         return [_record(r) for r in rows]
+
+    def next_ddl(self, after_ts: int, upto_ts: int) -> int | None:
+        """The commit-ts of the first DDL transaction in ``(after_ts, upto_ts]``, None when there is none (a batch
+        ends at it: the DDL barrier)."""
+        row = self._db().execute(
+            "SELECT MIN(commit_ts) FROM txn WHERE is_ddl = 1 AND commit_ts > ? AND commit_ts <= ?", (after_ts, upto_ts)
+        ).fetchone()
+        return None if row is None or row[0] is None else int(row[0])
+
+    def byte_capped_end(self, after_ts: int, upto_ts: int, max_bytes: int) -> int | None:
+        """The commit-ts of the first transaction in ``(after_ts, upto_ts]`` at which the frames since ``after_ts``
+        reach ``max_bytes``, None when they all stay below it (a batch ends there: bounded memory)."""
+        row = self._db().execute(
+            "SELECT commit_ts FROM (SELECT commit_ts, SUM(length) OVER (ORDER BY commit_ts) AS total FROM txn "
+            "WHERE commit_ts > ? AND commit_ts <= ?) WHERE total >= ? ORDER BY commit_ts LIMIT 1",
+            (after_ts, upto_ts, max_bytes),
+        ).fetchone()
+        return None if row is None else int(row[0])
+
+    def last_commit_at(self, point: tuple[str, int], low: int) -> int | None:
+        """The greatest commit-ts ``u`` such that every transaction at or before ``u`` (and after ``low``) ends at
+        or before binlog position ``point`` (file, pos), None while the relay log has no transaction after ``point``.
+
+        Binlog order is commit-ts order, so this is a binary search over commit-ts (the index's key)."""
+        db = self._db()
+        limit = (file_seq(point[0]), point[1])
+
+        def after_point(row: Any) -> bool:
+            return (file_seq(row[1]), int(row[2])) > limit
+
+        last = db.execute("SELECT commit_ts, binlog_file, binlog_pos FROM txn ORDER BY commit_ts DESC LIMIT 1"
+                          ).fetchone()  # fmt: skip
+        if last is None or not after_point(last):
+            return None
+        if last[0] <= low:
+            return low
+        lo, hi = low, int(last[0])  # every txn in (low, lo] ends within the point; the txn at hi after it
+        while hi - lo > 1:
+            mid = (lo + hi) // 2
+            row = db.execute("SELECT commit_ts, binlog_file, binlog_pos FROM txn WHERE commit_ts > ? AND "
+                             "commit_ts <= ? ORDER BY commit_ts DESC LIMIT 1", (lo, mid)).fetchone()  # fmt: skip
+            if row is not None and after_point(row):
+                hi = int(row[0])
+            else:
+                lo = mid
+        return hi - 1
+
+    def schema_history(self) -> Any:
+        """The schema history the index holds (a ``SchemaHistory``: every DDL of the transactions it holds)."""
+        from sparkcdc.capture.schema_history import SchemaHistory
+
+        return SchemaHistory.from_connection(self._db())
 
     def position_after(self, ts: int) -> TxnRecord | None:
         """The last transaction with commit-ts <= ts (its binlog position is where a restart at ts resumes)."""
@@ -289,207 +344,3 @@ def _events(stream: IO[bytes], plen: int, crc: int, name: str) -> Iterator[bytes
         yield event
     if running != crc:
         raise CorruptDataError(f"{name}: frame checksum mismatch; the relay log is corrupt")
-
-
-class RelayLogWriter:
-    """Append side, owned by one puller. Not thread-safe."""
-
-    def __init__(self, data_dir: str | os.PathLike[str], segment_bytes: int = DEFAULT_SEGMENT_BYTES) -> None:
-        self.dir = Path(data_dir) / "relay"
-        self.dir.mkdir(parents=True, exist_ok=True)
-        self.segment_bytes = segment_bytes
-        self.db = connect_index(self.dir)
-        self._pending: list[TxnRecord] = []
-        self._txn: bytearray | None = None
-        self._txn_start = 0
-        self._txn_len = 0
-        self._txn_crc = 0
-        self._spilled = False
-        self._recover()
-
-    # -- recovery ----------------------------------------------------------------------------------
-    def _recover(self) -> None:
-        row = self.db.execute("SELECT segment, offset + length FROM txn ORDER BY commit_ts DESC LIMIT 1").fetchone()
-        segs = sorted(int(p.stem) for p in self.dir.glob("*.seg") if p.stem.isdigit())
-        if row is None:
-            self.segment = (segs[-1] + 1) if segs else 1
-            end = 0
-        else:
-            self.segment, end = int(row[0]), int(row[1])
-        for s in segs:
-            if s > self.segment:
-                (self.dir / segment_name(s)).unlink()
-        path = self.dir / segment_name(self.segment)
-        self.fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
-        size = os.fstat(self.fd).st_size
-        if size > end:
-            log.warning("relay log %s: truncating %d bytes after the last durable transaction", path, size - end)
-            os.ftruncate(self.fd, end)
-            os.fsync(self.fd)
-        self.offset = end
-
-    def progress(self) -> Progress | None:
-        row = self.db.execute(
-            "SELECT resolved_ts, last_tso, binlog_file, binlog_pos, gtid_state FROM progress WHERE id = 1"
-        ).fetchone()
-        return Progress(*row) if row else None
-
-    # -- transactions ------------------------------------------------------------------------------
-    @property
-    def in_txn(self) -> bool:
-        return self._txn is not None
-
-    def begin(self) -> None:
-        if self.offset >= self.segment_bytes:
-            self._rotate()
-        self._txn = bytearray()
-        self._txn_start = self.offset
-        self._txn_len = 0
-        self._txn_crc = 0
-        self._spilled = False
-
-    def append(self, event: bytes) -> None:
-        assert self._txn is not None, "append outside a transaction"
-        self._txn_crc = zlib.crc32(event, self._txn_crc)
-        self._txn_len += len(event)
-        if self._spilled:
-            self._write(event)
-            return
-        self._txn += event
-        if len(self._txn) >= SPILL_BYTES:
-            # Huge transaction: placeholder header now, events straight to disk, header patched at commit.
-            self._write(bytes(FRAME_LEN))
-            self._write(bytes(self._txn))
-            self._txn = bytearray()
-            self._spilled = True
-
-    def commit(self, commit_ts: int, flags: int, file: str, pos: int, gtid: str, gtid_state: str) -> None:
-        """Finish the open transaction's frame; durable (and visible) after the next ``flush``."""
-        assert self._txn is not None, "commit outside a transaction"
-        header = FRAME.pack(MAGIC, 1, flags, 0, self._txn_len, commit_ts, self._txn_crc)
-        if self._spilled:
-            os.pwrite(self.fd, header, self._txn_start)
-        else:
-            self._write(header + bytes(self._txn))
-        self._pending.append(
-            TxnRecord(
-                commit_ts,
-                self.segment,
-                self._txn_start,
-                FRAME_LEN + self._txn_len,
-                file,
-                pos,
-                gtid,
-                gtid_state,
-                bool(flags & FLAG_DDL),
-            )
-        )
-        self._txn = None
-
-    def abort(self) -> None:
-        """Drop the open transaction (connection lost mid-transaction); it will be pulled again."""
-        if self._txn is None:
-            return
-        if self._spilled:
-            os.ftruncate(self.fd, self._txn_start)
-        self.offset = self._txn_start
-        self._txn = None
-
-    def _write(self, data: bytes) -> None:
-        view = memoryview(data)
-        while view:
-            n = os.pwrite(self.fd, view, self.offset)
-            self.offset += n
-            view = view[n:]
-
-    def _rotate(self) -> None:
-        os.fsync(self.fd)
-        os.close(self.fd)
-        self.segment += 1
-        self.fd = os.open(self.dir / segment_name(self.segment), os.O_RDWR | os.O_CREAT | os.O_TRUNC, 0o644)
-        self.offset = 0
-
-    @property
-    def pending(self) -> int:
-        return len(self._pending)
-
-    def flush(self, progress: Progress, extra: list[tuple[str, tuple[Any, ...]]] | None = None) -> None:
-        """fsync the segment, then commit the pending index rows, ``extra`` statements (schema history) and
-        the new progress in one SQLite transaction. Only after this are those transactions acknowledged."""
-        if self._pending:
-            os.fsync(self.fd)
-        try:
-            self.db.execute("BEGIN IMMEDIATE")
-            self.db.executemany(
-                "INSERT INTO txn VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)",
-                [
-                    (r.commit_ts, r.segment, r.offset, r.length, r.binlog_file, r.binlog_pos, r.gtid, r.gtid_state,
-                     int(r.is_ddl))
-                    for r in self._pending
-                ],
-            )
-            for sql, args in extra or ():
-                self.db.execute(sql, args)
-            self.db.execute(
-                "INSERT OR REPLACE INTO progress VALUES (1, ?, ?, ?, ?, ?)",
-                (progress.resolved_ts, progress.last_tso, progress.binlog_file, progress.binlog_pos,
-                 progress.gtid_state),
-            )
-            self.db.execute("COMMIT")
-        except sqlite3.Error as e:
-            if self.db.in_transaction:
-                self.db.execute("ROLLBACK")
-            raise StorageError(f"{self.dir}/index.db: cannot commit relay index: {e}") from e
-        self._pending.clear()
-
-    def close(self) -> None:
-        self.abort()
-        try:
-            os.fsync(self.fd)
-            os.close(self.fd)
-        except OSError:
-            pass
-        self.db.close()
-
-
-RESERVE_SQL = (
-    "INSERT INTO reservation VALUES (?, ?, ?) "
-    "ON CONFLICT (binlog_file, binlog_pos) DO UPDATE SET tso = MAX(tso, excluded.tso)"
-)
-
-
-def reservations(db: sqlite3.Connection) -> dict[tuple[str, int], int]:
-    """Heartbeat TSO reservations by binlog position (they survive ``rewind``: re-pulling the same binlog
-    applies them again at the same positions, which keeps commit-ts values identical)."""
-    return {(f, p): t for f, p, t in db.execute("SELECT binlog_file, binlog_pos, tso FROM reservation")}
-
-
-def rewind(data_dir: str | os.PathLike[str], ts: int) -> Progress:
-    """Forget everything after commit-ts ``ts`` (which must be a transaction in the relay log or its
-    bootstrap point): index rows, schema history and segment bytes. The next puller run re-pulls from the
-    binlog position recorded with that transaction and, by the TSO rule, reproduces the same commit-ts.
-    Used for recovery drills and to prove restart identity. Raises StorageError when ``ts`` is unknown."""
-    relay_dir = Path(data_dir) / "relay"
-    db = connect_index(relay_dir)
-    try:
-        row = db.execute(
-            "SELECT segment, offset + length, binlog_file, binlog_pos, gtid_state FROM txn WHERE commit_ts = ?", (ts,)
-        ).fetchone()
-        if row is None:
-            raise StorageError(f"{relay_dir}: no transaction with commit-ts {ts} to rewind to")
-        segment, end, file, pos, gtid_state = row
-        db.execute("BEGIN IMMEDIATE")
-        db.execute("DELETE FROM txn WHERE commit_ts > ?", (ts,))
-        for table, col in (("schema_version", "ts"), ("ddl_event", "commit_ts"), ("schema_meta", "ts")):
-            if db.execute("SELECT 1 FROM sqlite_master WHERE name = ?", (table,)).fetchone():
-                db.execute(f"DELETE FROM {table} WHERE {col} > ?", (ts,))
-        db.execute("INSERT OR REPLACE INTO progress VALUES (1, ?, ?, ?, ?, ?)", (ts, ts, file, pos, gtid_state))
-        db.execute("COMMIT")
-    finally:
-        db.close()
-    for p in relay_dir.glob("*.seg"):
-        if p.stem.isdigit() and int(p.stem) > segment:
-            p.unlink()
-    with open(relay_dir / segment_name(segment), "r+b") as f:
-        f.truncate(end)
-    return Progress(ts, ts, file, pos, gtid_state)

@@ -21,7 +21,6 @@ the batch's end offset for the sink's commit. ``partitions()`` returns ``[]`` fo
 from __future__ import annotations
 
 import logging
-import sqlite3
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -30,7 +29,7 @@ from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamReader, InputPartition
 
-from sparkcdc.capture.relay_log import ChunkRef
+from sparkcdc.capture.relay_log import ChunkRef, RelayLog
 from sparkcdc.capture.schema_history import SchemaHistory
 from sparkcdc.pipeline import redo_log, snapshot_source, snapshot_state
 from sparkcdc.pipeline.spec import FeedSpec
@@ -79,21 +78,20 @@ def _transform(spec: FeedSpec) -> ChunkTransform:
 class RelayStreamReader(DataSourceStreamReader):
     def __init__(self, spec: FeedSpec) -> None:
         self.spec = spec
-        self._conn: sqlite3.Connection | None = None
+        self._relay: RelayLog | None = None
         self._last: dict[str, int] | None = None
         self._next_batch_at = 0.0  # monotonic: when a caught-up query plans its next batch
         self._behind = False  # the last batch stopped short of what the relay log had
 
     def __getstate__(self) -> dict[str, Any]:
-        return {"spec": self.spec, "_conn": None, "_last": None, "_next_batch_at": 0.0, "_behind": False}
+        return {"spec": self.spec, "_relay": None, "_last": None, "_next_batch_at": 0.0, "_behind": False}
 
     # -- driver ------------------------------------------------------------------------------------
-    def _db(self) -> sqlite3.Connection:
-        if self._conn is None:
-            from sparkcdc.capture.relay_log import connect_index
-
-            self._conn = connect_index(Path(self.spec.capture_dir) / "relay", readonly=True)
-        return self._conn
+    def _index(self) -> RelayLog:
+        """The relay log's index, opened once per planner (its connection is reused across triggers)."""
+        if self._relay is None:
+            self._relay = RelayLog(self.spec.capture_dir)
+        return self._relay
 
     def _trace(self, what: str) -> None:
         """Append a line to ``<state dir>/source.trace`` (the planner runs in a Spark-owned Python process
@@ -119,17 +117,16 @@ class RelayStreamReader(DataSourceStreamReader):
         if self.spec.drain_path.exists():  # stopping: let the running batch be the last one
             self._trace("latestOffset draining")
             return start
-        db = self._db()
+        relay = self._index()
         if "chunks" in start:
-            snap = snapshot_source.next_offset(self.spec, db, start)
+            snap = snapshot_source.next_offset(self.spec, relay, start)
             if snap is not None:  # snapshot batches run back to back
                 self._behind = True
                 self._last = snap
                 self._trace(f"latestOffset snapshot chunks {start['chunks']} -> {snap['chunks']}")
                 return snap
             start = {"resolved_ts": begin, "chunks": int(start["chunks"])}
-        row = db.execute("SELECT resolved_ts FROM progress WHERE id = 1").fetchone()
-        available = int(row[0]) if row else 0
+        available = relay.resolved_ts()
         if self.spec.target_ts:
             available = min(available, self.spec.target_ts)
         if available <= begin:
@@ -138,18 +135,12 @@ class RelayStreamReader(DataSourceStreamReader):
         if not self._behind and now < self._next_batch_at:  # caught up: one batch per batch_interval
             return start
         end = available
-        ddl = db.execute(
-            "SELECT MIN(commit_ts) FROM txn WHERE is_ddl = 1 AND commit_ts > ? AND commit_ts <= ?", (begin, end)
-        ).fetchone()[0]
+        ddl = relay.next_ddl(begin, end)
         if ddl is not None:
-            end = int(ddl)
-        capped = db.execute(
-            "SELECT commit_ts FROM (SELECT commit_ts, SUM(length) OVER (ORDER BY commit_ts) AS total FROM txn "
-            "WHERE commit_ts > ? AND commit_ts <= ?) WHERE total >= ? ORDER BY commit_ts LIMIT 1",
-            (begin, end, self.spec.max_batch_bytes),
-        ).fetchone()
+            end = ddl
+        capped = relay.byte_capped_end(begin, end, self.spec.max_batch_bytes)
         if capped is not None:
-            end = min(end, int(capped[0]))
+            end = min(end, capped)
         self._behind = end < available
         self._next_batch_at = now + self.spec.batch_interval
         self._last = {"resolved_ts": end}  # past the snapshot: later offsets need not name its chunks
@@ -157,7 +148,7 @@ class RelayStreamReader(DataSourceStreamReader):
         return self._last
 
     def partitions(self, start: dict[str, Any], end: dict[str, Any]) -> list[InputPartition]:
-        from sparkcdc.capture import RelayLog, read_chunk
+        from sparkcdc.capture import read_chunk
         from sparkcdc.capture.decode import cached_history
 
         if snapshot_source.is_snapshot_batch(start, end):
@@ -168,12 +159,9 @@ class RelayStreamReader(DataSourceStreamReader):
         begin, stop = int(start["resolved_ts"]), int(end["resolved_ts"])
         if stop <= begin:
             return []
-        relay = RelayLog(self.spec.capture_dir)
-        try:
-            refs = relay.chunks(begin, stop, self.spec.chunk_bytes)
-        finally:
-            relay.close()
-        handover = tuple(snapshot_state.streamed_handover(self.spec, begin, self._db()).items())
+        relay = self._index()
+        refs = relay.chunks(begin, stop, self.spec.chunk_bytes)
+        handover = tuple(snapshot_state.streamed_handover(self.spec, begin, relay).items())
         parts: list[InputPartition]
         batch = [(begin, stop, i, len(refs)) for i in range(len(refs))]
         if self.spec.ship_relay:
@@ -189,9 +177,9 @@ class RelayStreamReader(DataSourceStreamReader):
         self._last = {k: int(end[k]) for k in ("resolved_ts", "chunks") if k in end}
 
     def stop(self) -> None:
-        if self._conn is not None:
-            self._conn.close()
-            self._conn = None
+        if self._relay is not None:
+            self._relay.close()
+            self._relay = None
 
     # -- executors ---------------------------------------------------------------------------------
     def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:

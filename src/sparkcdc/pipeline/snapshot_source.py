@@ -20,13 +20,13 @@ and finished batches are never read again. A run that lost its Spark checkpoint 
 from __future__ import annotations
 
 import logging
-import sqlite3
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Any
 
 from pyspark.sql.datasource import InputPartition
 
+from sparkcdc.capture.relay_log import RelayLog
 from sparkcdc.capture.snapshot_plan import Chunk
 from sparkcdc.model.table import TableInfo
 from sparkcdc.pipeline import snapshot_state
@@ -95,27 +95,24 @@ def make_plan(spec: FeedSpec) -> snapshot_state.SnapshotPlan:
     return snapshot_state.SnapshotPlan(spec.start_ts, tuple(chunks), {t.qualified_name: t for t in tables})
 
 
-def next_offset(spec: FeedSpec, db: sqlite3.Connection, begin: dict[str, int]) -> dict[str, Any] | None:
+def next_offset(spec: FeedSpec, relay: RelayLog, begin: dict[str, int]) -> dict[str, Any] | None:
     """The end offset of the next snapshot batch after ``begin``, None when the snapshot is read."""
     plan = load_or_make_plan(spec)
     done = int(begin.get("chunks", 0))
     steps = max(1, len(plan.chunks))  # a plan without chunks still takes one batch: its mark publishes start-ts
     if done >= steps:
         return None
-    resolved, file, pos = _watermark(db)
+    resolved, file, pos = _watermark(relay)
     end = min(steps, done + spec.replica_config().snapshot.parallelism)
     return {"resolved_ts": spec.start_ts, "chunks": end, "watermark": max(resolved, spec.start_ts),
             "watermark_file": file, "watermark_pos": pos}  # fmt: skip
 
 
-def _watermark(db: sqlite3.Connection) -> tuple[int, str, int]:
+def _watermark(relay: RelayLog) -> tuple[int, str, int]:
     """The relay log's resolved ts and the binlog position of its last transaction at or before it."""
-    row = db.execute("SELECT resolved_ts FROM progress WHERE id = 1").fetchone()
-    resolved = int(row[0]) if row else 0
-    txn = db.execute(
-        "SELECT binlog_file, binlog_pos FROM txn WHERE commit_ts <= ? ORDER BY commit_ts DESC LIMIT 1", (resolved,)
-    ).fetchone()
-    return (resolved, str(txn[0]), int(txn[1])) if txn else (resolved, "", 0)
+    resolved = relay.resolved_ts()
+    txn = relay.position_after(resolved)
+    return (resolved, txn.binlog_file, txn.binlog_pos) if txn else (resolved, "", 0)
 
 
 def is_snapshot_batch(start: dict[str, Any], end: dict[str, Any]) -> bool:

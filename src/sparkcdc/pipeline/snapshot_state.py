@@ -15,13 +15,12 @@ from __future__ import annotations
 import json
 import pickle
 import shutil
-import sqlite3
 from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
-from sparkcdc.capture.position import file_seq
+from sparkcdc.capture.relay_log import RelayLog
 from sparkcdc.capture.snapshot_plan import Chunk
 from sparkcdc.changefeed.snapshot import SnapshotProgress, TableProgress
 from sparkcdc.errors import StorageError
@@ -181,9 +180,9 @@ def read_chunk_keys(path: str | Path) -> Any:
     return unpack_keys(data[nl + 1 :])
 
 
-def streamed_handover(spec: Any, after_ts: int, db: sqlite3.Connection) -> dict[tuple[str, str], Any]:
+def streamed_handover(spec: Any, after_ts: int, relay: RelayLog) -> dict[tuple[str, str], Any]:
     """What the streamed batch after ``after_ts`` of ``spec``'s run leaves out, per copied table still in its
-    hand-over (``snapshot_handover.TableHandover``); ``db``: the relay log's index, which maps each chunk's binlog
+    hand-over (``snapshot_handover.TableHandover``); ``relay``: the relay log, which maps each chunk's binlog
     position to a commit-ts. Empty once every table is past it (then marked done, and the keys removed).
 
     Raises UpstreamError (CDC:ErrSnapshotTableChanged) when a copied table was dropped, renamed or replaced before
@@ -213,7 +212,7 @@ def streamed_handover(spec: Any, after_ts: int, db: sqlite3.Connection) -> dict[
             point = read_chunk_point(path)
             if point is None:
                 continue
-            until = last_commit_at(db, point, low)
+            until = relay.last_commit_at(point, low)
             if until is None:  # the relay log has not passed the read yet: all it has is in the copy
                 resolved = False
                 until = _FOREVER
@@ -225,7 +224,7 @@ def streamed_handover(spec: Any, after_ts: int, db: sqlite3.Connection) -> dict[
         if high > after_ts:
             key = table_chunks[0].key if table_chunks else ()
             if history is None:  # the index's schema history holds every DDL of the transactions it holds
-                history = SchemaHistory.from_connection(db)
+                history = relay.schema_history()
             changed = changed_during_copy(history, info, plan.start_ts, high)
             out[(info.schema, info.table)] = TableHandover(key, low, high, tuple(reads), changed,
                                                            key_collations(info, key))  # fmt: skip
@@ -250,30 +249,3 @@ def _handed_over(path: Path) -> int | None:
 
 
 _FOREVER = 2**63 - 1
-
-
-def last_commit_at(db: sqlite3.Connection, point: tuple[str, int], low: int) -> int | None:
-    """The greatest commit-ts ``u`` such that every relay transaction at or before ``u`` (and after ``low``) ends
-    at or before binlog position ``point``, None while the relay log has no transaction after ``point``.
-
-    Binlog order is commit-ts order, so this is a binary search over commit-ts (the index's key)."""
-    limit = (file_seq(point[0]), point[1])
-
-    def after_point(row: Any) -> bool:
-        return (file_seq(row[1]), int(row[2])) > limit
-
-    last = db.execute("SELECT commit_ts, binlog_file, binlog_pos FROM txn ORDER BY commit_ts DESC LIMIT 1").fetchone()
-    if last is None or not after_point(last):
-        return None
-    if last[0] <= low:
-        return low
-    lo, hi = low, int(last[0])  # every txn in (low, lo] ends within the point; the txn at hi after it
-    while hi - lo > 1:
-        mid = (lo + hi) // 2
-        row = db.execute("SELECT commit_ts, binlog_file, binlog_pos FROM txn WHERE commit_ts > ? AND commit_ts <= ? "
-                         "ORDER BY commit_ts DESC LIMIT 1", (lo, mid)).fetchone()  # fmt: skip
-        if row is not None and after_point(row):
-            hi = int(row[0])
-        else:
-            lo = mid
-    return hi - 1

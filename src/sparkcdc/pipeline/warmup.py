@@ -18,7 +18,8 @@ import time
 from pathlib import Path
 from typing import Any
 
-from sparkcdc.capture.relay_log import Progress, RelayLogWriter
+from sparkcdc.capture.relay_log import Progress
+from sparkcdc.capture.relay_writer import RelayLogWriter
 from sparkcdc.errors import SparkcdcError
 from sparkcdc.pipeline.progress import CommittedProgress, read_progress
 from sparkcdc.pipeline.query import start_query, stop_between_batches

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from sparkcdc.capture import RelayLog, SchemaHistory, read_chunk
-from sparkcdc.capture.relay_log import rewind
+from sparkcdc.capture.relay_writer import rewind
 from sparkcdc.model.ddl_action import DDLAction
 from sparkcdc.model.events import DDLEvent, RowChange, RowOp
 from tests.fixtures.mariadb import FreshDatabase

@@ -12,7 +12,7 @@ import pytest
 
 from sparkcdc.capture import RelayLog
 from sparkcdc.capture.position import BinlogPosition
-from sparkcdc.pipeline.runner import CaptureThread
+from sparkcdc.capture.supervisor import CaptureThread
 from tests.fixtures.mariadb import FreshDatabase
 from tests.integration.capture.conftest import decode_all
 from tests.support import wait_for

@@ -16,10 +16,10 @@ from sparkcdc.capture.relay_log import (
     ChunkRef,
     Progress,
     RelayLog,
-    RelayLogWriter,
     iter_frames,
     open_chunk,
 )
+from sparkcdc.capture.relay_writer import RelayLogWriter
 from sparkcdc.capture.values import decimal_size, read_datetime2, read_decimal, read_time2
 from sparkcdc.errors import CorruptDataError, StorageError
 from sparkcdc.model.ddl_action import DDLAction
@@ -216,7 +216,7 @@ def test_segments_rotate_and_gc_below_checkpoint(tmp_path: Path) -> None:
 
 
 def test_rewind_and_reopen(tmp_path: Path) -> None:
-    from sparkcdc.capture.relay_log import rewind
+    from sparkcdc.capture.relay_writer import rewind
 
     w = RelayLogWriter(tmp_path)
     for ts in range(1, 6):

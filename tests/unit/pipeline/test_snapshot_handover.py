@@ -11,6 +11,7 @@ from types import SimpleNamespace
 
 import pytest
 
+from sparkcdc.capture.relay_log import RelayLog, connect_index
 from sparkcdc.capture.schema_history import SchemaHistory, SchemaTracker
 from sparkcdc.capture.snapshot_plan import Chunk
 from sparkcdc.errors import StorageError, UpstreamError
@@ -32,11 +33,18 @@ def _spec(tmp_path: Path) -> SimpleNamespace:
                            snapshot_progress_path=tmp_path / "snapshot.json")  # fmt: skip
 
 
-def _relay(*txns: tuple[int, str, int]) -> sqlite3.Connection:
-    db = sqlite3.connect(":memory:")
-    db.execute("CREATE TABLE txn(commit_ts INTEGER PRIMARY KEY, binlog_file TEXT, binlog_pos INTEGER)")
-    db.executemany("INSERT INTO txn VALUES (?, ?, ?)", txns)
-    return db
+def _relay(tmp_path: Path, *txns: tuple[int, str, int]) -> RelayLog:
+    """A relay log index under ``tmp_path`` holding transactions (commit-ts, binlog file, end position)."""
+    (tmp_path / "capture" / "relay").mkdir(parents=True)
+    relay = RelayLog(tmp_path / "capture")
+    _add(relay, *txns)
+    return relay
+
+
+def _add(relay: RelayLog, *txns: tuple[int, str, int]) -> None:
+    db = connect_index(relay.dir)
+    db.executemany("INSERT INTO txn VALUES (?, 0, 0, 1, ?, ?, '', '', 0)", txns)
+    db.close()
 
 
 def _keys(table: TableInfo, *ids: int) -> bytes:
@@ -73,7 +81,7 @@ def _upd(t: int, old: int, new: int) -> RowChange:
 def test_each_change_goes_once_by_whether_the_chunk_that_read_its_key_holds_it(tmp_path: Path) -> None:
     spec = _copied(tmp_path)
     # relay: txns end at 200 (ts 115), 300 (ts 120), 400 (ts 140), 500 (ts 150), 600 (ts 160)
-    db = _relay((115, FILE, 200), (120, FILE, 300), (140, FILE, 400), (150, FILE, 500), (160, FILE, 600))
+    db = _relay(tmp_path, (115, FILE, 200), (120, FILE, 300), (140, FILE, 400), (150, FILE, 500), (160, FILE, 600))
     handover = snapshot_state.streamed_handover(spec, 100, db)
     a = handover[("db", "a")]
     assert (a.low, a.high, [u for _, u in a.chunks]) == (110, 159, [139, 159])
@@ -98,11 +106,11 @@ def test_each_change_goes_once_by_whether_the_chunk_that_read_its_key_holds_it(t
 
 def test_the_handover_ends_when_every_table_is_past_its_last_read(tmp_path: Path) -> None:
     spec = _copied(tmp_path)
-    db = _relay((115, FILE, 200), (120, FILE, 300), (140, FILE, 400))
+    db = _relay(tmp_path, (115, FILE, 200), (120, FILE, 300), (140, FILE, 400))
     a = snapshot_state.streamed_handover(spec, 120, db)[("db", "a")]
     assert [u for _, u in a.chunks] == [139, 2**63 - 1]  # the relay log has not passed chunk 1's read yet
     assert a.keep(_upd(140, 7, 7)) is None
-    db.execute("INSERT INTO txn VALUES (150, ?, 500), (160, ?, 600)", (FILE, FILE))
+    _add(db, (150, FILE, 500), (160, FILE, 600))
     assert set(snapshot_state.streamed_handover(spec, 100, db)) == {("db", "a"), ("db", "b"), ("db", "c")}
     assert set(snapshot_state.streamed_handover(spec, 110, db)) == {("db", "a"), ("db", "c")}
     assert snapshot_state.streamed_handover(spec, 159, db) == {}
@@ -127,7 +135,7 @@ def test_a_damaged_keys_file_is_reported(tmp_path: Path) -> None:
     assert "truncated" in e.value.message and "re-create the changefeed" in e.value.message
 
 
-def test_the_read_position_maps_to_the_last_commit_within_it() -> None:
+def test_the_read_position_maps_to_the_last_commit_within_it(tmp_path: Path) -> None:
     rng = random.Random(7)
     txns, ts, pos, seq = [], 1000, 4, 1
     for _ in range(300):
@@ -136,14 +144,14 @@ def test_the_read_position_maps_to_the_last_commit_within_it() -> None:
         if rng.random() < 0.05:
             seq, pos = seq + 1, 4 + rng.randint(10, 300)  # binlog rotated
         txns.append((ts, f"bin.{seq:06d}", pos))
-    db = _relay(*txns)
+    db = _relay(tmp_path, *txns)
     for _ in range(200):
         point = rng.choice(txns)
         p = (point[1], point[2] + rng.choice((0, 0, 5)))
         after = [t for t, f, q in txns if (int(f[-6:]), q) > (int(p[0][-6:]), p[1])]
         expected = after[0] - 1 if after else None
-        assert snapshot_state.last_commit_at(db, p, 1000) == expected
-    assert snapshot_state.last_commit_at(db, ("bin.000001", 0), txns[-1][0]) == txns[-1][0]
+        assert db.last_commit_at(p, 1000) == expected
+    assert db.last_commit_at(("bin.000001", 0), txns[-1][0]) == txns[-1][0]
 
 
 def test_keys_equal_under_the_collation_hash_alike() -> None:
@@ -313,9 +321,9 @@ def test_keys_hash_as_the_copy_hashed_them_after_a_ddl_changed_their_collation(t
 
 def test_the_handover_says_when_a_table_changed_during_its_copy(tmp_path: Path) -> None:
     """streamed_handover finds the DDL in the relay log's index (the history the puller wrote) and passes it on."""
-    db = _relay((115, FILE, 200), (120, FILE, 300), (125, FILE, 350), (140, FILE, 400), (150, FILE, 500),
+    db = _relay(tmp_path, (115, FILE, 200), (120, FILE, 300), (125, FILE, 350), (140, FILE, 400), (150, FILE, 500),
                 (160, FILE, 600))  # fmt: skip
-    h = _History(db)
+    h = _History(connect_index(db.dir))
     h.ddl("CREATE TABLE a (id INT PRIMARY KEY, v VARCHAR(10))", 10)
     h.ddl("CREATE TABLE c (v INT)", 11)
     a, c = h.table("a", 100), h.table("c", 100)
