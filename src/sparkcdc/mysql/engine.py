@@ -209,7 +209,7 @@ class ApplyEngine:
         except SparkcdcError as e:
             if not step.source:
                 raise
-            raise type(e)(f"{step.source}: {e.message}", code=e.code, retryable=e.retryable) from None
+            raise type(e)(f"{step.source}: {e.message}", code=e.code, retryable=e.retry) from None
         self.checkpoints[key] = cp
         with self.stats.lock:
             if executed:

@@ -200,7 +200,7 @@ class PartitionRows:
                 text += CLAIM_CHECK_HINT
             raise CorruptDataError(f"{self.where(offset)}{note}: {text}") from None
         except SparkcdcError as e:
-            raise type(e)(f"{self.where(offset)}{note}: {e.message}", code=e.code, retryable=e.retryable) from None
+            raise type(e)(f"{self.where(offset)}{note}: {e.message}", code=e.code, retryable=e.retry) from None
         except Exception as e:  # a foreign or truncated message the decoder did not anticipate
             raise CorruptDataError(
                 f"{self.where(offset)}{note}: not a TiCDC message: {type(e).__name__}: {e}"

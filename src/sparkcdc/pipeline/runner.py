@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import json
 import logging
-import re
 import shutil
 import threading
 import time
@@ -46,7 +45,7 @@ from sparkcdc.changefeed.runner import (
     SharedCaptureState,
 )
 from sparkcdc.changefeed.snapshot import SnapshotProgress
-from sparkcdc.errors import SparkcdcError, UpstreamError
+from sparkcdc.errors import SparkcdcError, UpstreamError, from_traceback
 from sparkcdc.local_file import private_dir
 from sparkcdc.model.table import TableInfo
 from sparkcdc.pipeline.progress import read_progress
@@ -56,16 +55,7 @@ from sparkcdc.pipeline.spec import FeedSpec
 
 log = logging.getLogger(__name__)
 
-_PY_ERROR = re.compile(r"sparkcdc\.errors\.(\w+): (?:\[(CDC:\w+)\] )?(.+)")
-# Errors a retry cannot fix: the changefeed goes to failed with the error (TiCDC's unretryable errors).
-_PERMANENT = frozenset({
-    "CDC:ErrInvalidConfig", "CDC:ErrCorruptData", "CDC:ErrDecodeFailed", "CDC:ErrEncodeFailed",
-    "CDC:ErrMessageTooLarge", "CDC:ErrDispatcherFailed", "CDC:ErrColumnSelectorFailed",
-    "CDC:ErrKafkaInvalidPartitionNum", "CDC:ErrKafkaTopicNotExists", "CDC:ErrKafkaInvalidConfig",
-    "CDC:ErrKafkaInvalidClientID", "CDC:ErrMySQLQueryError", "CDC:ErrMySQLInvalidConfig",
-    "CDC:ErrSnapshotTableChanged", "CDC:ErrExpressionColumnNotFound", "CDC:ErrInvalidFilterExpression",
-    "CDC:ErrAvroEncodeFailed", "CDC:ErrAvroEncodeToBinary", "CDC:ErrCodecInvalidConfig",
-})  # fmt: skip
+_UNKNOWN = "CDC:ErrProcessorUnknown"
 MAX_RESTARTS = 5
 FOLLOWER_GC_INTERVAL_S = 60.0
 SNAPSHOT_LOG_SECONDS = 10.0
@@ -386,9 +376,10 @@ class SparkRunner:
         if error is None and feed.start_error is not None:
             error = feed.start_error
         if error is None and feed.query is not None:
-            error = self._query_error(feed)
-            if error is not None and error.code not in _PERMANENT and feed.restarts < MAX_RESTARTS:
-                # TiCDC retries retryable errors: restart the query (its Spark checkpoint resumes exactly)
+            failure = self._query_failure(feed)
+            error = None if failure is None else RunningError.from_exception(failure, self.ctx.server_addr)
+            if error is not None and failure is not None and not failure.permanent and feed.restarts < MAX_RESTARTS:
+                # TiCDC retries what a retry may fix: restart the query (its Spark checkpoint resumes exactly)
                 feed.restarts += 1
                 feed.restart_checkpoint = checkpoint
                 log.warning("changefeed=%s: restarting the query (attempt %d of %d) after: %s",
@@ -422,17 +413,17 @@ class SparkRunner:
             log.info("changefeed=%s snapshot: %s", feed.spec.changefeed, describe_snapshot(snapshot))
         return snapshot
 
-    def _query_error(self, feed: _Feed) -> RunningError | None:
+    def _query_failure(self, feed: _Feed) -> SparkcdcError | None:
+        """Why the feed's query stopped, None while it runs."""
         try:
             if feed.query.isActive:
                 return None
             exc = feed.query.exception()
         except Exception as e:  # the session is gone
-            return RunningError(code="CDC:ErrProcessorUnknown", message=_first_line(e), addr=self.ctx.server_addr)
+            return SparkcdcError(_first_line(e), code=_UNKNOWN)
         if exc is None:
-            return RunningError(code="CDC:ErrProcessorUnknown", message="the changefeed's Spark query stopped",
-                                addr=self.ctx.server_addr)  # fmt: skip
-        err = query_error(exc, self.ctx.server_addr)
+            return SparkcdcError("the changefeed's Spark query stopped", code=_UNKNOWN)
+        err = query_failure(exc)
         if not feed.error_logged:
             feed.error_logged = True
             log.error("changefeed=%s query failed: %s\n%s", feed.spec.changefeed, err.message,
@@ -516,30 +507,17 @@ def _log_snapshot_start(spec: FeedSpec) -> None:
                  len(progress.chunks_done), describe_snapshot(progress))  # fmt: skip
 
 
-def query_error(exc: Any, addr: str = "") -> RunningError:
-    """A RunningError from a StreamingQueryException: our error's class and message when the Python
-    traceback carries one, else the exception's first line."""
+def query_failure(exc: Any) -> SparkcdcError:
+    """The error a failed query (a StreamingQueryException) ended with: ours, as the Python traceback carries it
+    (``errors.from_traceback``: class, code, message, whether a retry can help), else its first line as
+    ``CDC:ErrProcessorUnknown`` (a JVM failure: retried)."""
     text = str(getattr(exc, "desc", None) or exc)
-    found = _PY_ERROR.findall(text)
-    if found:
-        cls, code, message = found[-1]
-        return RunningError(code=code or _class_code(cls), message=message.strip(), addr=addr,
-                            time=_now())  # fmt: skip
-    return RunningError(code="CDC:ErrProcessorUnknown", message=_first_line(exc), addr=addr, time=_now())
+    return from_traceback(text) or SparkcdcError(_first_line(exc), code=_UNKNOWN)
 
 
-def _class_code(name: str) -> str:
-    """The code of the sparkcdc error class named in a traceback (``CDC:ErrInternal`` for anything else)."""
-    from sparkcdc import errors
-
-    cls = getattr(errors, name, None)
-    return cls.default_code if isinstance(cls, type) and issubclass(cls, errors.SparkcdcError) else "CDC:ErrInternal"
-
-
-def _now() -> str:
-    from sparkcdc.changefeed.info import now_rfc3339
-
-    return now_rfc3339()
+def query_error(exc: Any, addr: str = "") -> RunningError:
+    """``query_failure`` as the changefeed shows it."""
+    return RunningError.from_exception(query_failure(exc), addr)
 
 
 def _first_line(e: Any) -> str:

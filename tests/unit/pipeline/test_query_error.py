@@ -2,8 +2,18 @@
 
 from __future__ import annotations
 
-from sparkcdc.errors import EncodeError, KafkaError, with_code
-from sparkcdc.pipeline.runner import query_error
+from sparkcdc.errors import (
+    ConfigError,
+    CorruptDataError,
+    EncodeError,
+    KafkaError,
+    SparkcdcError,
+    StorageError,
+    UpstreamError,
+    with_code,
+)
+from sparkcdc.filter.expr_errors import ExprEvalError
+from sparkcdc.pipeline.runner import query_error, query_failure
 
 
 def traceback_of(e: Exception) -> str:
@@ -32,11 +42,30 @@ def test_anything_else_is_internal_or_unknown() -> None:
 
 def test_a_registry_outage_is_retried_and_a_refused_schema_is_not() -> None:
     from sparkcdc.errors import RegistryError
-    from sparkcdc.pipeline.runner import _PERMANENT
 
-    down = query_error(traceback_of(with_code(RegistryError("cannot reach the schema registry"))))
-    assert down.code == "CDC:ErrAvroSchemaAPIError" and down.code not in _PERMANENT
+    down = query_failure(traceback_of(with_code(RegistryError("cannot reach the schema registry"))))
+    assert down.code == "CDC:ErrAvroSchemaAPIError" and not down.permanent
     refused = RegistryError("incompatible with the subject's earlier versions", code="CDC:ErrAvroEncodeFailed",
                             retryable=False)  # fmt: skip
-    err = query_error(traceback_of(with_code(refused)))
-    assert err.code == "CDC:ErrAvroEncodeFailed" and err.code in _PERMANENT
+    err = query_failure(traceback_of(with_code(refused)))
+    assert err.code == "CDC:ErrAvroEncodeFailed" and err.permanent
+    assert err.message == "incompatible with the subject's earlier versions"
+
+
+def test_whether_a_retry_can_help_crosses_spark_with_the_error() -> None:
+    """The changefeed restarts its query after what is not permanent: the error's type says so, or the instance
+    when it says otherwise (its text carries that, as it carries the code)."""
+    dispatcher = ConfigError("bad dispatcher", code="CDC:ErrDispatcherFailed")
+    assert query_failure(traceback_of(with_code(dispatcher))).permanent
+    assert query_failure(traceback_of(with_code(CorruptDataError("cut frame")))).permanent
+    assert not query_failure(traceback_of(with_code(StorageError("disk full")))).permanent
+    flaky = with_code(UpstreamError("snapshot of db.t: cannot connect", retryable=True))
+    assert str(flaky) == "[CDC:ErrUpstream transient] snapshot of db.t: cannot connect"
+    back = query_failure(traceback_of(flaky))
+    assert (back.code, back.message, back.permanent) == ("CDC:ErrUpstream", "snapshot of db.t: cannot connect", False)
+    refused = query_failure(traceback_of(with_code(SparkcdcError("duplicate key", code="CDC:ErrMySQLQueryError",
+                                                                 retryable=False))))  # fmt: skip
+    assert refused.permanent and refused.code == "CDC:ErrMySQLQueryError"
+    expr = query_failure(traceback_of(with_code(ExprEvalError("BIGINT value is out of range"))))
+    assert type(expr) is ExprEvalError and expr.code == "CDC:ErrFailedToFilterDML" and not expr.permanent
+    assert not query_failure("java.lang.OutOfMemoryError: heap").permanent  # a JVM failure: retried
