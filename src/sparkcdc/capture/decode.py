@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import os
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from datetime import UTC, tzinfo
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
@@ -29,7 +29,7 @@ from sparkcdc.capture.relay_log import (
 from sparkcdc.capture.row_decoder import RowDecoder
 from sparkcdc.capture.rows_layout import Layout
 from sparkcdc.capture.schema_history import SchemaHistory, table_from_map
-from sparkcdc.capture.table_map import TableMap, parse_table_map
+from sparkcdc.capture.table_map import TableMap, parse_table_map, table_map_name
 from sparkcdc.errors import ConfigError
 from sparkcdc.filter.system_schemas import is_system_schema
 from sparkcdc.model.events import DDLEvent, RowChange, RowOp, RowsEvent
@@ -136,11 +136,14 @@ def decode_chunk(
     force_replicate: bool = False,
     skip_server_id: int | None = None,
     raw_rows: bool = False,
+    tables: Callable[[str, str], bool] | None = None,
 ) -> Iterator[RowChange | RowsEvent | DDLEvent]:
     """Yield the row changes and DDL events of every transaction in ``source``, in commit order.
 
     With ``raw_rows`` each rows event comes as one undecoded ``RowsEvent`` (its ``rows()`` are the RowChanges
-    it would have yielded): a sink's native kernel encodes those bytes directly.
+    it would have yielded): a sink's native kernel encodes those bytes directly. With ``tables`` only the rows of
+    the tables it accepts (``tables(schema, table)``) are decoded: another table's table map is read no further
+    than its name, and its rows events are skipped by their table id (a task that writes some tables only).
 
     ``schema_source`` is a loaded SchemaHistory or the puller's data dir. TIMESTAMP values render in ``tz``
     (default UTC). Rows of tables without a PK or NOT NULL unique key are skipped (with one warning per
@@ -158,7 +161,7 @@ def decode_chunk(
     try:
         for frame, events in iter_frames(stream, length, name):
             yield from _decode_frame(frame.commit_ts, frame.flags, events, history, zone, force_replicate,
-                                     skip_server_id, raw_rows)  # fmt: skip
+                                     skip_server_id, raw_rows, tables)  # fmt: skip
     finally:
         stream.close()
 
@@ -182,6 +185,7 @@ def _decode_frame(
     force_replicate: bool,
     skip_server_id: int | None,
     raw_rows: bool = False,
+    tables: Callable[[str, str], bool] | None = None,
 ) -> Iterator[RowChange | RowsEvent | DDLEvent]:
     cs = 4 if flags & FLAG_CHECKSUM else 0
     maps: dict[int, tuple[Layout, TableInfo] | None] = {}
@@ -207,7 +211,11 @@ def _decode_frame(
             else:
                 yield from rows.rows()
         elif typ == b.TABLE_MAP_EVENT:
-            m = parse_table_map(ev[19 : len(ev) - cs])
+            body = ev[19 : len(ev) - cs]
+            if tables is not None and not tables(*table_map_name(body)):
+                maps[int.from_bytes(body[0:6], "little")] = None
+                continue
+            m = parse_table_map(body)
             maps[m.table_id] = _bind(m, commit_ts, history, zone, force_replicate)
         elif typ == b.QUERY_EVENT and flags & FLAG_DDL and not ddl_done:
             ddl_done = True

@@ -106,15 +106,32 @@ def parse_table_map(body: bytes) -> TableMap:
         raise CorruptDataError(f"malformed TABLE_MAP event: {e}") from e
 
 
-def _parse(body: bytes) -> TableMap:
-    table_id = int.from_bytes(body[0:6], "little")
+def table_map_name(body: bytes) -> tuple[str, str]:
+    """The schema and table a TABLE_MAP body names, without parsing its columns: enough to skip a table's rows
+    events by table id. Raises CorruptDataError on truncated input."""
+    try:
+        schema, table, _p = _names(body)
+    except (IndexError, ValueError, UnicodeDecodeError) as e:
+        raise CorruptDataError(f"malformed TABLE_MAP event: {e}") from e
+    return schema, table
+
+
+def _names(body: bytes) -> tuple[str, str, int]:
+    """Schema, table and the offset after them (the table id and flags take the first 8 bytes)."""
     p = 8
     slen = body[p]
     schema = body[p + 1 : p + 1 + slen].decode("utf-8")
     p += 1 + slen + 1
     tlen = body[p]
     table = body[p + 1 : p + 1 + tlen].decode("utf-8")
-    p += 1 + tlen + 1
+    if p + 1 + tlen >= len(body):
+        raise ValueError("table name runs past the event")
+    return schema, table, p + 1 + tlen + 1
+
+
+def _parse(body: bytes) -> TableMap:
+    table_id = int.from_bytes(body[0:6], "little")
+    schema, table, p = _names(body)
     ncols, p = lenenc_int(body, p)
     raw_types = list(body[p : p + ncols])
     p += ncols

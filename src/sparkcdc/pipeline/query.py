@@ -1,4 +1,4 @@
-"""Build and start one changefeed's Structured Streaming query: relay source -> route shuffle -> the sink."""
+"""Build and start one changefeed's Structured Streaming query: relay source -> (route shuffle ->) the sink."""
 
 from __future__ import annotations
 
@@ -100,7 +100,8 @@ def start_query(spark: Any, spec: FeedSpec, *, trigger_seconds: float | None = N
     The query's Spark trigger is at most ``TRIGGER_POLL_SECONDS``: the source plans a batch when that pause has
     passed, or at once when the last batch was cut short (DDL barrier, byte cap), so a backlog is read back to
     back instead of one batch per flush-interval. ``worker-count`` bounds the writer tasks; there are no more of
-    them than the cluster's task slots, since each task costs fixed work per micro-batch.
+    them than the cluster's task slots, since each task costs fixed work per micro-batch. When the plan is
+    ``route_aligned`` the source's partitions are those writer tasks and there is no shuffle (one stage per batch).
     """
     from sparkcdc.pipeline.relay_source import NAME as SOURCE
     from sparkcdc.pipeline.sink_writer import NAME as SINK
@@ -115,15 +116,16 @@ def start_query(spark: Any, spec: FeedSpec, *, trigger_seconds: float | None = N
     register(spark)
     sink = spec.sink_config()
     interval = trigger_seconds if trigger_seconds is not None else sink.flush_interval
-    spec = replace(spec, batch_interval=interval)
     state = Path(spec.state_dir)
     private_dir(state)  # its spec.json holds the sink URI and its secrets
     spec.drain_path.unlink(missing_ok=True)  # left by a stop that never finished
     spec_path = state / "spec.json"
-    spec.save(spec_path)
     writers = min(sink.worker_count, spark.sparkContext.defaultParallelism)
+    spec = replace(spec, batch_interval=interval, writer_tasks=writers if route_aligned(spec) else 0)
+    spec.save(spec_path)
     df = spark.readStream.format(SOURCE).schema(ROW_SCHEMA).option("spec", str(spec_path)).load()
-    df = df.repartition(writers, writer_route(spark, writers))
+    if not spec.writer_tasks:
+        df = df.repartition(writers, writer_route(spark, writers))
     query = (
         df.writeStream.format(SINK)
         .option("spec", str(spec_path))
@@ -133,8 +135,8 @@ def start_query(spark: Any, spec: FeedSpec, *, trigger_seconds: float | None = N
         .start()
     )
     log.info("changefeed=%s query started from %d (batches every %.1fs when caught up, %d writer tasks for "
-             "worker-count %d)",
-             spec.changefeed, spec.start_ts, interval, writers, sink.worker_count)  # fmt: skip
+             "worker-count %d, %s)", spec.changefeed, spec.start_ts, interval, writers, sink.worker_count,
+             "each decoding its own tables" if spec.writer_tasks else "rows shuffled to them by route")  # fmt: skip
     return query
 
 
@@ -165,6 +167,19 @@ def stop_between_batches(query: Any, spec: FeedSpec | None = None, timeout: floa
     finally:
         if spec is not None:
             spec.drain_path.unlink(missing_ok=True)
+
+
+def route_aligned(spec: FeedSpec) -> bool:
+    """Whether the source's partitions can be the writer tasks (no shuffle): the sink's encoder routes by table
+    (``sink.base.TableRouted``), so a task can pick its tables by name before decoding them. Not with a redo log
+    (its writers must start after every chunk's log is durable: the shuffle is that barrier, ``redo_log``), a
+    snapshot (a table's copied chunks are read by several tasks and written by one) or a shipped relay log
+    (each task would carry the whole batch's bytes)."""
+    from sparkcdc.sink.base import TableRouted
+
+    if spec.redo() is not None or spec.snapshot or spec.ship_relay:
+        return False
+    return isinstance(spec.sink().encoder(spec.sink_config(), spec.sink_context()), TableRouted)
 
 
 def writer_route(spark: Any, writers: int) -> Any:

@@ -13,9 +13,12 @@ Pacing: Spark polls ``latestOffset`` every trigger (short); a caught-up query pl
 ``batch_interval`` (the sink's flush-interval), but right after a batch the DDL barrier or the byte cap cut short
 the next one is planned at once, so a backlog (or an upstream with frequent DDL) is read back to back.
 
-Partitions are transaction-aligned relay chunks (decoded on executors) plus one ``mark`` partition that emits
-the batch's end offset for the sink's commit. ``partitions()`` returns ``[]`` for an empty range. With a redo log
-(``[consistent] level = "eventual"``) each chunk's task writes its log before it ends (``redo_log``).
+Partitions are transaction-aligned relay chunks (decoded on executors; the query shuffles their rows to the writer
+tasks by route) or, when the spec has ``writer_tasks`` (``query.route_aligned``), one partition per writer task that
+reads every chunk of the batch and decodes only the tables whose route it writes, so reading and writing run in one
+task and there is no shuffle; plus one ``mark`` partition that emits the batch's end offset for the sink's commit.
+``partitions()`` returns ``[]`` for an empty range. With a redo log (``[consistent] level = "eventual"``) each
+chunk's task writes its log before it ends (``redo_log``).
 """
 
 from __future__ import annotations
@@ -24,6 +27,7 @@ import logging
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from itertools import chain
 from pathlib import Path
 from typing import Any
 
@@ -54,6 +58,15 @@ class ChunkPartition(InputPartition):
     data: bytes = b""
     history: SchemaHistory | None = None
     batch: tuple[int, int, int, int] = (0, 0, 0, 0)  # (begin, end, chunk index, chunks): names its redo log
+
+
+@dataclass(frozen=True)
+class RoutePartition(InputPartition):
+    """Writer task ``task`` of the spec's ``writer_tasks``: every relay chunk of the batch, in commit order, of which
+    it decodes the tables it writes. Task 0 also passes on the batch's DDL (the others skip it)."""
+
+    refs: tuple[ChunkRef, ...]
+    task: int
 
 
 @dataclass(frozen=True)
@@ -164,7 +177,9 @@ class RelayStreamReader(DataSourceStreamReader):
         handover = tuple(snapshot_state.streamed_handover(self.spec, begin, relay).items())
         parts: list[InputPartition]
         batch = [(begin, stop, i, len(refs)) for i in range(len(refs))]
-        if self.spec.ship_relay:
+        if self.spec.writer_tasks and refs:
+            parts = [RoutePartition(tuple(refs), i) for i in range(self.spec.writer_tasks)]
+        elif self.spec.ship_relay:
             history = cached_history(self.spec.capture_dir, stop)
             parts = [ChunkPartition(r, handover, read_chunk(r), history, b) for r, b in zip(refs, batch, strict=True)]
         else:
@@ -194,8 +209,17 @@ class RelayStreamReader(DataSourceStreamReader):
             return
         from sparkcdc.capture import decode_chunk
 
-        assert isinstance(partition, ChunkPartition)
         transform = _transform(self.spec)
+        if isinstance(partition, RoutePartition):
+            wanted = transform.task_tables(partition.task, self.spec.writer_tasks)
+            batch = chain.from_iterable(
+                decode_chunk(ref, self.spec.capture_dir, tz=self.spec.tz, force_replicate=transform.force_replicate,
+                             skip_server_id=transform.skip_server_id, raw_rows=transform.native, tables=wanted)
+                for ref in partition.refs
+            )  # fmt: skip
+            yield from transform.rows(batch, ddls=partition.task == 0)
+            return
+        assert isinstance(partition, ChunkPartition)
         # a shipped chunk brings its bytes and history; otherwise passing the capture dir lets decode_chunk use
         # its per-process schema-history cache
         events = decode_chunk(partition.data or partition.ref, partition.history or self.spec.capture_dir,

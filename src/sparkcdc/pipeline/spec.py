@@ -36,7 +36,9 @@ class FeedSpec:
     ``max_batch_bytes`` cut short is followed at once. ``snapshot``: this run first copies the tables' rows
     (``[snapshot]``, ``sparkcdc.pipeline.snapshot_source``), reading them from ``upstream_uri``. ``ship_relay``:
     executors may not share the driver's disk (a ``spark://`` master), so the relay chunks and schema history
-    travel inside the tasks instead of as paths.
+    travel inside the tasks instead of as paths. ``writer_tasks``: 0 when the query shuffles decoded rows to its
+    writer tasks by route; n when the source's partitions are the n writer tasks themselves (``query.route_aligned``):
+    each reads the batch's whole relay range and decodes only the tables it writes.
     """
 
     changefeed: str
@@ -54,6 +56,7 @@ class FeedSpec:
     upstream_uri: str = field(default="", repr=False)
     snapshot: bool = False
     ship_relay: bool = False
+    writer_tasks: int = 0
 
     def __post_init__(self) -> None:
         if self.start_ts < 0 or self.target_ts < 0:

@@ -22,12 +22,12 @@ from __future__ import annotations
 
 import logging
 import pickle
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Callable, Iterable, Iterator, Mapping
 from typing import Any
 
 from sparkcdc.changefeed.bdr import BDR_SERVER_ID
 from sparkcdc.codec import native
-from sparkcdc.errors import SparkcdcError, with_code
+from sparkcdc.errors import ConfigError, SparkcdcError, with_code
 from sparkcdc.filter.event_filter import EventFilter
 from sparkcdc.model.events import DDLEvent, RowChange, RowsEvent
 from sparkcdc.pipeline.spec import FeedSpec
@@ -76,6 +76,24 @@ class ChunkTransform:
             self._match[key] = hit
         return hit
 
+    def task_tables(self, task: int, tasks: int) -> Callable[[str, str], bool]:
+        """Whether writer task ``task`` of ``tasks`` decodes a table: the changefeed replicates it and the sink's
+        encoder routes it to that task (``route % tasks``: the task the query's shuffle would send it to).
+        Raises ConfigError when the encoder does not route by table alone."""
+        route = getattr(self.encoder, "table_route", None)
+        if route is None:
+            raise ConfigError(f"changefeed {self.spec.changefeed}: the sink's encoder does not route by table")
+        verdicts: dict[tuple[str, str], bool] = {}
+
+        def wanted(schema: str, table: str) -> bool:
+            hit = verdicts.get((schema, table))
+            if hit is None:
+                hit = verdicts[(schema, table)] = (self._table_wanted(schema, table)
+                                                   and route(schema, table) % tasks == task)  # fmt: skip
+            return hit
+
+        return wanted
+
     def _skip(self, ev: RowChange) -> bool:
         """The event filters' verdict; their errors (an expression naming a column a DDL dropped, one failing on
         a value) carry their code across Spark."""
@@ -98,9 +116,12 @@ class ChunkTransform:
         self,
         events: Iterable[RowChange | RowsEvent | DDLEvent],
         handover: Mapping[tuple[str, str], Any] | None = None,
+        *,
+        ddls: bool = True,
     ) -> Iterator[OutRow]:
         """Rows for the events of whole transactions, in commit order, without the row changes that the
-        snapshot's copy of a table in ``handover`` holds (``snapshot_handover.TableHandover``)."""
+        snapshot's copy of a table in ``handover`` holds (``snapshot_handover.TableHandover``), and without DDL
+        rows unless ``ddls`` (one task of a batch passes its DDL on)."""
         seq = 0
         txn_ts = -1
         # rows (or whole rows events) of the open transaction per versioned table, in arrival order
@@ -143,7 +164,7 @@ class ChunkTransform:
                     seq += 1
                     yield out
                 open_txn = {}
-                if self._ddl_wanted(ev):
+                if ddls and self._ddl_wanted(ev):
                     seq += 1
                     yield ("ddl", 0, ev.schema, ev.table, 0, 0, ev.commit_ts, seq, 0, pickle.dumps(ev), None)
         for out in self._flush_txn(open_txn, seq):

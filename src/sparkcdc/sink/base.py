@@ -8,10 +8,11 @@ new package plus one registry line. A sink has four parts, matching where the qu
 ``writer(config, ctx)``    executors, sink side: a task's routed payloads (one route per task) -> a result
 ``committer(config, ctx)`` driver: publishes a batch's results and DDLs, then the checkpoint
 
-Between encoder and writer the query shuffles by ``Payload.route``: every payload of one route goes to one writer
-task, in commit order (storage: TiCDC's DML worker bucket, so one task owns a table; Kafka: the topic partition,
-so one task produces a partition in order). Only the committer's ``checkpoint`` acknowledges progress, after the
-batch's data is durable downstream.
+Every payload of one route goes to one writer task, in commit order (storage: TiCDC's DML worker bucket, so one task
+owns a table; Kafka: the topic partition, so one task produces a partition in order). Between encoder and writer the
+query shuffles by ``Payload.route``, unless the encoder is ``TableRouted`` (a table's payloads all take one route):
+then each writer task decodes and encodes its own tables itself, and there is no shuffle. Only the committer's
+``checkpoint`` acknowledges progress, after the batch's data is durable downstream.
 """
 
 from __future__ import annotations
@@ -19,7 +20,7 @@ from __future__ import annotations
 import importlib
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 from urllib.parse import urlsplit
 
 from sparkcdc.changefeed.consistent import ConsistentConfig
@@ -58,6 +59,16 @@ class SinkEncoder(Protocol):
     def encode(self, rows: Sequence[RowChange]) -> Iterator[Payload]:
         """Rows of one versioned table from one transaction, in commit order (key-changing UPDATEs not split:
         whether to split is the sink's setting)."""
+        ...
+
+
+@runtime_checkable
+class TableRouted(Protocol):
+    """An encoder whose route is a function of the table alone (storage's DML worker bucket), so a writer task can
+    pick its tables before decoding anything of them."""
+
+    def table_route(self, schema: str, table: str) -> int:
+        """The route of every payload of ``schema.table``."""
         ...
 
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import struct
 from pathlib import Path
+from typing import Any
 
 from sparkcdc.capture import PullerConfig, RelayLog, SchemaHistory, decode_chunk
 from sparkcdc.capture import binlog as b
@@ -128,3 +129,46 @@ def test_mysql8_groups_with_v2_rows_and_binary_json(tmp_path: Path) -> None:
     rows = [e for e in out if isinstance(e, RowChange)]
     assert [r.after for r in rows] == [(1, "[42]")]
     assert rows[0].table.column("doc").type == "json"
+
+
+def test_a_reader_of_some_tables_skips_the_others_rows_by_table_id(tmp_path: Path, monkeypatch: Any) -> None:
+    """A writer task decodes only its own tables: another table's table map is read no further than its name (never
+    parsed) and its rows events are skipped; DDL events still come through."""
+    from sparkcdc.capture import decode
+
+    s = Stream()
+    p = _puller(tmp_path)
+    events = [
+        s.gtid(1, standalone=True),
+        s.query("CREATE TABLE t (id INT PRIMARY KEY, v BIGINT)"),
+        s.gtid(2, standalone=True),
+        s.query("CREATE TABLE u (id INT PRIMARY KEY)"),
+        s.gtid(3, standalone=False),
+        s.table_map(70, "t", ("id", "v"), bytes([3, 8]), b""),
+        s.write_rows(70, 2, [struct.pack("<iq", 1, -5)]),
+        s.table_map(71, "u", ("id",), bytes([3]), b""),
+        s.write_rows(71, 1, [struct.pack("<i", 9)]),
+        s.write_rows(70, 2, [struct.pack("<iq", 2, 6)]),
+        s.xid(),
+    ]
+    for ev in events:
+        p._on_event(ev)
+    p._flush()
+    p.close()
+    parsed: list[str] = []
+    real = decode.parse_table_map
+
+    def spy(body: bytes) -> Any:
+        m = real(body)
+        parsed.append(m.table)
+        return m
+
+    monkeypatch.setattr(decode, "parse_table_map", spy)
+    ref = RelayLog(tmp_path).chunks(0, 1 << 62, 1 << 20)[0]
+    history = SchemaHistory.load(tmp_path)
+    out = list(decode_chunk(ref, history, tables=lambda schema, table: (schema, table) == ("app", "u")))
+    summary = [(e.action, e.table) if isinstance(e, DDLEvent) else (e.table.table, e.after) for e in out]
+    assert summary == [(DDLAction.CREATE_TABLE, "t"), (DDLAction.CREATE_TABLE, "u"), ("u", (9,))]
+    assert parsed == ["u"]
+    every = [(e.table.table, e.after) for e in decode_chunk(ref, history) if isinstance(e, RowChange)]
+    assert every == [("t", (1, -5)), ("u", (9,)), ("t", (2, 6))]

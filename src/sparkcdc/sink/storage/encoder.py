@@ -24,7 +24,8 @@ class StorageEncoder:
         self._encoder = txn_encoder(config.protocol, config.encoder_options())
         self._buckets: dict[tuple[str, str], int] = {}
 
-    def _route(self, schema: str, table: str) -> int:
+    def table_route(self, schema: str, table: str) -> int:
+        """The route of every payload of the table (``TableRouted``: the query then needs no shuffle)."""
         route = self._buckets.get((schema, table))
         if route is None:
             route = self._buckets[(schema, table)] = dispatch_worker(schema, table, self.config.worker_count)
@@ -40,13 +41,13 @@ class StorageEncoder:
         data, nrows = encoded
         if data:
             table = events[0].table
-            yield Payload(self._route(table.schema, table.table), events[0].physical_table_id, nrows, data)
+            yield Payload(self.table_route(table.schema, table.table), events[0].physical_table_id, nrows, data)
 
     def encode(self, rows: Sequence[RowChange]) -> Iterator[Payload]:
         if not self.config.output_raw_change_event:
             rows = split_key_updates(rows)
         table = rows[0].table
-        route = self._route(table.schema, table.table)
+        route = self.table_route(table.schema, table.table)
         groups: dict[int, list[RowChange]] = {}
         for r in rows:
             groups.setdefault(r.physical_table_id, []).append(r)
