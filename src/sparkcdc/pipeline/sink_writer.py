@@ -1,6 +1,7 @@
 """``format("sparkcdc_sink")``: the changefeed's streaming sink, over whichever sink the spec's URI names.
 
-Executors (``write``): the query routed rows by the sink encoder's route, so each task owns whole routes; the task
+Executors (``write``): the query routed rows by the sink encoder's route (a shuffle, or a source task per writer
+that decodes only its own tables), so each task owns whole routes; the task
 hands its payloads to the sink's writer, and its commit message carries the writer's result plus the DDL events
 and the batch mark it saw.
 

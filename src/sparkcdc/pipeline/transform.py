@@ -1,8 +1,8 @@
 """Executor-side work of the source: decoded events -> filtered single-table transactions, encoded by the sink.
 
-No Spark here: ``ChunkTransform.rows`` turns the events of one relay chunk (commit order) into the rows the
-query shuffles to the sink's writers; what a payload holds and where it is routed is the sink's encoder's choice
-(``sparkcdc.sink.base``). Row layout (``ROW_SCHEMA``):
+No Spark here: ``ChunkTransform.rows`` turns the events of relay chunks (commit order) into the rows the query
+shuffles to the sink's writers (or, route-aligned, writes in the same task); what a payload holds and where it is
+routed is the sink's encoder's choice (``sparkcdc.sink.base``). Row layout (``ROW_SCHEMA``):
 
 ``kind``      ``dml`` (one sink payload), ``ddl`` (a pickled DDLEvent), ``mark`` (the batch's end offset: the
               checkpoint the commit may publish; ``version`` holds the batch start, ``pid`` when it was planned, in Unix
