@@ -88,26 +88,27 @@ def tree_cpu_seconds(root: int, skip: str = "mariadbd") -> float:
     return sum((int(f[11]) + int(f[12])) / tick for _pid, name, f in _tree_stats(root) if name != skip)
 
 
-def _tree_rss(root: int, exclude: int) -> int:
+def _tree_rss(root: int, exclude: int, skip: tuple[str, ...] = ()) -> int:
     page = os.sysconf("SC_PAGE_SIZE")
-    return sum(int(f[21]) * page for pid, _name, f in _tree_stats(root) if pid != exclude)
+    return sum(int(f[21]) * page for pid, name, f in _tree_stats(root) if pid != exclude and name not in skip)
 
 
-def _sample_rss(root: int, peak: Any, stop: Any) -> None:
+def _sample_rss(root: int, peak: Any, stop: Any, skip: tuple[str, ...]) -> None:
     while not stop.is_set():
-        peak.value = max(peak.value, _tree_rss(root, os.getpid()))
+        peak.value = max(peak.value, _tree_rss(root, os.getpid(), skip))
         stop.wait(0.2)
 
 
 class RssSampler:
     """Peak resident memory of this process and all its descendants (from /proc), sampled every 0.2 s by a
-    separate process: a thread here would take the GIL from the puller thread it measures beside."""
+    separate process: a thread here would take the GIL from the puller thread it measures beside. Processes named
+    in ``skip`` (e.g. ``mariadbd``, the upstream) are left out."""
 
-    def __init__(self) -> None:
+    def __init__(self, skip: tuple[str, ...] = ()) -> None:
         ctx = multiprocessing.get_context("spawn")
         self.peak = ctx.Value("q", 0)
         self.stop = ctx.Event()
-        self.process = ctx.Process(target=_sample_rss, args=(os.getpid(), self.peak, self.stop), daemon=True)
+        self.process = ctx.Process(target=_sample_rss, args=(os.getpid(), self.peak, self.stop, skip), daemon=True)
         self.process.start()
 
     def close(self) -> int:

@@ -27,12 +27,16 @@ def spark_env() -> None:
     os.environ.setdefault("PYSPARK_DRIVER_PYTHON", sys.executable)
 
 
-# Why each default: the UI and progress bar cost CPU nobody reads; a changefeed's Spark checkpoint always lives
+# Why the other defaults: the UI and progress bar cost CPU nobody reads; a changefeed's Spark checkpoint always lives
 # on local disk (``<state dir>/spark``), where Hadoop's default FileContext/ChecksumFileSystem path forks
 # ``chmod`` and ``readlink`` ~20 times per micro-batch (no native Hadoop library here) and writes ``.crc``
 # twins: the FileSystem-based manager on the raw local filesystem forks twice per batch and renames just as
 # atomically.
+# A stage row is a whole payload (a transaction's rows of a table, or a part of a big one: ``transform.PART_BYTES``),
+# and Python data sources and sinks exchange them with the JVM in Arrow batches of this many rows (Spark's default,
+# 10,000, held a task's whole output in memory at once: with a big transaction, several times over).
 _SESSION_DEFAULTS = {
+    "spark.sql.execution.arrow.maxRecordsPerBatch": "16",
     "spark.ui.enabled": "false",
     "spark.ui.showConsoleProgress": "false",
     "spark.sql.shuffle.partitions": "2",

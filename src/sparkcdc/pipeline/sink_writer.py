@@ -27,10 +27,11 @@ from typing import Any
 
 from pyspark.sql.datasource import DataSource, DataSourceStreamWriter, WriterCommitMessage
 
-from sparkcdc.errors import SparkcdcError, StorageError, with_code
+from sparkcdc.errors import CorruptDataError, SparkcdcError, StorageError, with_code
 from sparkcdc.pipeline.spec import FeedSpec
 from sparkcdc.pipeline.transform import ROW_SCHEMA, load_info
 from sparkcdc.pipeline.worker_gc import freeze_survivors
+from sparkcdc.sink.base import Routed
 
 log = logging.getLogger(__name__)
 
@@ -52,47 +53,75 @@ class BatchMessage(WriterCommitMessage):
 
 
 def write_partition(spec: FeedSpec, rows: Iterator[Any]) -> BatchMessage:
-    """Executor side of the sink for one partition's rows (Spark Rows or tuples in ``ROW_SCHEMA`` order)."""
-    from sparkcdc.sink.base import Routed
-
+    """Executor side of the sink for one partition's rows (Spark Rows or tuples in ``ROW_SCHEMA`` order): the sink's
+    writer gets the payloads in commit order. When the task's rows come from its own reader (``spec.writer_tasks``)
+    they already are in that order and stream through, a few at a time (a big transaction's parts are never all in
+    memory); rows shuffled from several source tasks are gathered and sorted first."""
     freeze_survivors()
-    payloads: list[Routed] = []
-    infos: dict[tuple[str, str, int], Any] = {}
-    ddls: list[tuple[int, int, bytes]] = []
-    mark: tuple[int, int, int] | None = None
-    snapshot: list[Any] = []
-    pending: list[tuple[Any, ...]] = []
-    for r in rows:
-        kind, _route, schema, table, version, pid, commit_ts, seq, nrows, payload, info = r
-        if kind == "dml":
-            pending.append((schema, table, version, pid, commit_ts, seq, nrows, bytes(payload)))
-            if info is not None and (schema, table, version) not in infos:
-                infos[(schema, table, version)] = load_info(bytes(info))
-        elif kind == "ddl":
-            ddls.append((commit_ts, seq, bytes(payload)))
-        elif kind == "mark":
-            mark = (int(version), int(commit_ts), int(pid))
-        elif kind == "snap":
-            from sparkcdc.pipeline.snapshot_state import ChunkRead
-
-            snapshot.append(ChunkRead(int(version), int(nrows), int(commit_ts), schema, int(pid), bytes(payload)))
-    for schema, table, version, pid, commit_ts, seq, nrows, data in pending:
-        info = infos.get((schema, table, version))
-        if info is None:
-            from sparkcdc.errors import CorruptDataError
-
-            raise CorruptDataError(
-                f"changefeed {spec.changefeed}: no table definition for {schema}.{table} version {version}"
-            )
-        payloads.append(Routed(schema, table, version, pid, commit_ts, seq, nrows, data, info))
+    batch = _Batch(spec)
     began = time.monotonic()
     try:
-        result = spec.sink().writer(spec.sink_config(), spec.sink_context()).write(payloads) if payloads else None
+        if spec.writer_tasks:
+            result = spec.sink().writer(spec.sink_config(), spec.sink_context()).write(batch.payloads(rows))
+        else:
+            payloads = sorted(batch.payloads(rows, gather=True), key=lambda p: (p.commit_ts, p.seq))
+            result = spec.sink().writer(spec.sink_config(), spec.sink_context()).write(payloads) if payloads else None
     except SparkcdcError as e:
         raise with_code(e) from e
-    return BatchMessage(result, tuple(ddls), mark, tuple(snapshot), sum(p.nrows for p in payloads),
-                        sum(len(p.data) for p in payloads), time.monotonic() - began,
-                        max((p.commit_ts for p in payloads), default=0))  # fmt: skip
+    return BatchMessage(result, tuple(batch.ddls), batch.mark, tuple(batch.snapshot), batch.rows, batch.size,
+                        time.monotonic() - began, batch.last_ts)  # fmt: skip
+
+
+class _Batch:
+    """What one writer task's rows hold besides payloads (DDLs, the batch mark, snapshot reads) and totals of the
+    payloads, gathered while ``payloads`` is consumed."""
+
+    def __init__(self, spec: FeedSpec) -> None:
+        self.spec = spec
+        self.ddls: list[tuple[int, int, bytes]] = []
+        self.mark: tuple[int, int, int] | None = None
+        self.snapshot: list[Any] = []
+        self.rows = self.size = self.last_ts = 0
+        self._infos: dict[tuple[str, str, int], Any] = {}
+
+    def payloads(self, rows: Iterator[Any], gather: bool = False) -> Iterator[Routed]:
+        """The dml rows as payloads, in arrival order. A versioned table's definition comes with its first row of
+        a route; with ``gather`` every row is read first (shuffled rows come in any order), else a payload of a
+        table whose definition has not come yet is an error."""
+        pending: list[tuple[Any, ...]] = []
+        for r in rows:
+            kind, _route, schema, table, version, pid, commit_ts, seq, nrows, payload, info = r
+            if kind == "dml":
+                if info is not None and (schema, table, version) not in self._infos:
+                    self._infos[(schema, table, version)] = load_info(bytes(info))
+                found = (schema, table, version, pid, commit_ts, seq, nrows, bytes(payload))
+                if gather:
+                    pending.append(found)
+                else:
+                    yield self._routed(*found)
+            elif kind == "ddl":
+                self.ddls.append((commit_ts, seq, bytes(payload)))
+            elif kind == "mark":
+                self.mark = (int(version), int(commit_ts), int(pid))
+            elif kind == "snap":
+                from sparkcdc.pipeline.snapshot_state import ChunkRead
+
+                self.snapshot.append(ChunkRead(int(version), int(nrows), int(commit_ts), schema, int(pid),
+                                               bytes(payload)))  # fmt: skip
+        for found in pending:
+            yield self._routed(*found)
+
+    def _routed(self, schema: str, table: str, version: int, pid: int, commit_ts: int, seq: int, nrows: int,
+                data: bytes) -> Routed:  # fmt: skip
+        info = self._infos.get((schema, table, version))
+        if info is None:
+            raise CorruptDataError(
+                f"changefeed {self.spec.changefeed}: no table definition for {schema}.{table} version {version}"
+            )
+        self.rows += nrows
+        self.size += len(data)
+        self.last_ts = max(self.last_ts, commit_ts)
+        return Routed(schema, table, version, pid, commit_ts, seq, nrows, data, info)
 
 
 def commit_batch(spec: FeedSpec, messages: list[Any], batch_id: int) -> int | None:

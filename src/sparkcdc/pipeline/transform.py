@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 import pickle
 from collections.abc import Callable, Iterable, Iterator, Mapping
+from itertools import count
 from typing import Any
 
 from sparkcdc.changefeed.bdr import BDR_SERVER_ID
@@ -39,6 +40,10 @@ ROW_SCHEMA = (
     "nrows int, payload binary, info binary"
 )
 OutRow = tuple[str, int, str, str, int, int, int, int, int, bytes, bytes | None]
+# A table's rows of one transaction are encoded in parts of about this much binlog row data when the sink allows it
+# (a canal-json payload is ~8x that): what a big transaction costs in memory along the query is a few parts.
+PART_BYTES = 256 << 10
+_ROW_BYTES = 64  # what a decoded row counts for towards PART_BYTES
 
 
 def mark_row(start_ts: int, end_ts: int, planned_ms: int) -> OutRow:
@@ -65,6 +70,7 @@ class ChunkTransform:
         self.skip_server_id = BDR_SERVER_ID if replica.bdr_mode else None
         self.encoder = spec.sink().encoder(spec.sink_config(), spec.sink_context())
         self.native = native.enabled() and hasattr(self.encoder, "encode_events")
+        self.part_bytes = PART_BYTES if getattr(self.encoder, "split_transactions", False) else 0
         self._match: dict[tuple[str, str], bool] = {}
         self._sent_info: set[tuple[str, str, int, int]] = set()
 
@@ -121,74 +127,82 @@ class ChunkTransform:
     ) -> Iterator[OutRow]:
         """Rows for the events of whole transactions, in commit order, without the row changes that the
         snapshot's copy of a table in ``handover`` holds (``snapshot_handover.TableHandover``), and without DDL
-        rows unless ``ddls`` (one task of a batch passes its DDL on)."""
-        seq = 0
+        rows unless ``ddls`` (one task of a batch passes its DDL on). When the sink's encoder may split a
+        transaction (``split_transactions``: TiCDC's ``transaction-atomicity = "none"``), a table's rows of one
+        transaction are encoded in parts of about ``PART_BYTES`` of binlog rows as they arrive: a big transaction
+        streams through in bounded payloads instead of being held whole."""
+        seq = count(1)
         txn_ts = -1
-        # rows (or whole rows events) of the open transaction per versioned table, in arrival order
+        # rows (or whole rows events) of the open transaction per versioned table, in arrival order, and their size
         open_txn: dict[tuple[str, str, int], list[Any]] = {}
+        sizes: dict[tuple[str, str, int], int] = {}
         for ev in events:
             if ev.commit_ts != txn_ts:
-                for out in self._flush_txn(open_txn, seq):
-                    seq += 1
-                    yield out
-                open_txn = {}
+                yield from self._flush_txn(open_txn, seq)
+                open_txn, sizes = {}, {}
                 txn_ts = ev.commit_ts
-            if isinstance(ev, RowsEvent):
-                t = ev.table
-                if not self._table_wanted(t.schema, t.table):
-                    continue
-                if not self.event_filter.rules and not (handover and (t.schema, t.table) in handover):
-                    open_txn.setdefault((t.schema, t.table, t.version), []).append(ev)
-                    continue
-                for row in ev.rows():  # filtered row by row
-                    if handover:
-                        h = handover.get((t.schema, t.table))
-                        if h is not None and (row := h.keep(row)) is None:
-                            continue
-                    if self.event_filter.rules and self._skip(row):
-                        continue
-                    open_txn.setdefault((t.schema, t.table, t.version), []).append(row)
-            elif isinstance(ev, RowChange):
-                t = ev.table
-                if not self._table_wanted(t.schema, t.table):
-                    continue
-                if handover:
-                    h = handover.get((t.schema, t.table))
-                    if h is not None and (ev := h.keep(ev)) is None:
-                        continue
-                if self.event_filter.rules and self._skip(ev):
-                    continue
-                open_txn.setdefault((t.schema, t.table, t.version), []).append(ev)
-            else:
-                for out in self._flush_txn(open_txn, seq):
-                    seq += 1
-                    yield out
-                open_txn = {}
+            if isinstance(ev, DDLEvent):
+                yield from self._flush_txn(open_txn, seq)
+                open_txn, sizes = {}, {}
                 if ddls and self._ddl_wanted(ev):
-                    seq += 1
-                    yield ("ddl", 0, ev.schema, ev.table, 0, 0, ev.commit_ts, seq, 0, pickle.dumps(ev), None)
-        for out in self._flush_txn(open_txn, seq):
-            yield out
-
-    def _flush_txn(self, open_txn: dict[tuple[str, str, int], list[Any]], seq: int) -> Iterator[OutRow]:
-        for (schema, table, version), rows in open_txn.items():
-            try:
-                if all(isinstance(r, RowsEvent) for r in rows):
-                    payloads = list(self.encoder.encode_events(rows))  # type: ignore[attr-defined]
+                    yield ("ddl", 0, ev.schema, ev.table, 0, 0, ev.commit_ts, next(seq), 0, pickle.dumps(ev), None)
+                continue
+            t = ev.table
+            if not self._table_wanted(t.schema, t.table):
+                continue
+            key = (t.schema, t.table, t.version)
+            if isinstance(ev, RowsEvent):
+                if not self.event_filter.rules and not (handover and (t.schema, t.table) in handover):
+                    kept: list[Any] = [ev]
+                    size = ev.end - ev.start
                 else:
-                    changes = [c for r in rows for c in (r.rows() if isinstance(r, RowsEvent) else (r,))]
-                    payloads = list(self.encoder.encode(changes))
-            except SparkcdcError as e:
-                raise with_code(e) from e
-            for p in payloads:
-                key = (schema, table, version, p.route)
-                info: bytes | None = None
-                if key not in self._sent_info:
-                    self._sent_info.add(key)
-                    info = pickle.dumps(rows[0].table)
-                seq += 1
-                yield ("dml", p.route, schema, table, version, p.physical_table_id, rows[0].commit_ts, seq, p.nrows,
-                       p.data, info)  # fmt: skip
+                    kept = [row for row in ev.rows() if self._keep(row, handover) is not None]  # filtered row by row
+                    size = _ROW_BYTES * len(kept)
+            else:
+                row = self._keep(ev, handover)
+                kept, size = ([] if row is None else [row]), _ROW_BYTES
+            if not kept:
+                continue
+            open_txn.setdefault(key, []).extend(kept)
+            sizes[key] = sizes.get(key, 0) + size
+            if self.part_bytes and sizes[key] >= self.part_bytes:
+                yield from self._encode(key, open_txn.pop(key), seq)
+                del sizes[key]
+        yield from self._flush_txn(open_txn, seq)
+
+    def _keep(self, row: RowChange, handover: Mapping[tuple[str, str], Any] | None) -> RowChange | None:
+        """``row`` as the changefeed replicates it: None when the snapshot's copy holds it or an event filter drops
+        it."""
+        if handover:
+            h = handover.get((row.table.schema, row.table.table))
+            if h is not None and (row := h.keep(row)) is None:
+                return None
+        if self.event_filter.rules and self._skip(row):
+            return None
+        return row
+
+    def _flush_txn(self, open_txn: dict[tuple[str, str, int], list[Any]], seq: Iterator[int]) -> Iterator[OutRow]:
+        for key, rows in open_txn.items():
+            yield from self._encode(key, rows, seq)
+
+    def _encode(self, key: tuple[str, str, int], rows: list[Any], seq: Iterator[int]) -> Iterator[OutRow]:
+        """The dml rows of one versioned table's rows (or rows events) of one transaction (or a part of it)."""
+        schema, table, version = key
+        try:
+            if all(isinstance(r, RowsEvent) for r in rows):
+                payloads = list(self.encoder.encode_events(rows))  # type: ignore[attr-defined]
+            else:
+                changes = [c for r in rows for c in (r.rows() if isinstance(r, RowsEvent) else (r,))]
+                payloads = list(self.encoder.encode(changes))
+        except SparkcdcError as e:
+            raise with_code(e) from e
+        for p in payloads:
+            info: bytes | None = None
+            if (schema, table, version, p.route) not in self._sent_info:
+                self._sent_info.add((schema, table, version, p.route))
+                info = pickle.dumps(rows[0].table)
+            yield ("dml", p.route, schema, table, version, p.physical_table_id, rows[0].commit_ts, next(seq), p.nrows,
+                   p.data, info)  # fmt: skip
 
 
 def load_info(blob: Any) -> Any:

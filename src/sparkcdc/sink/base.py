@@ -99,7 +99,8 @@ class SinkContext:
 
 class SinkWriter(Protocol):
     def write(self, payloads: Iterable[Routed]) -> Any:
-        """Make the task's payloads durable downstream; returns a picklable result for the committer. Raises
+        """Make the task's payloads durable downstream; returns a picklable result for the committer. They come in
+        commit order (``(commit_ts, seq)``), possibly as an iterator that reads them as it goes. Raises
         SparkcdcError: the batch fails and nothing of it is acknowledged."""
         ...
 

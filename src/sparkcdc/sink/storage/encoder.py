@@ -23,6 +23,9 @@ class StorageEncoder:
         self.config = config
         self._encoder = txn_encoder(config.protocol, config.encoder_options())
         self._buckets: dict[tuple[str, str], int] = {}
+        # TiCDC's transaction-atomicity "none" (the storage sink's default): a transaction's rows may go in several
+        # payloads, and so across data files
+        self.split_transactions = config.transaction_atomicity == "none"
 
     def table_route(self, schema: str, table: str) -> int:
         """The route of every payload of the table (``TableRouted``: the query then needs no shuffle)."""

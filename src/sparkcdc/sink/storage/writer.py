@@ -20,19 +20,18 @@ class StorageTaskWriter:
         self.ctx = ctx
 
     def write(self, payloads: Iterable[Routed]) -> tuple[DataFileDescriptor, ...]:
-        tables: dict[tuple[str, str], list[Routed]] = {}
-        for p in payloads:
-            tables.setdefault((p.schema, p.table), []).append(p)
-        if not tables:
-            return ()
-        writer = StorageWriter(self.config, commit_index=False, sink_start_ts=self.ctx.sink_start_ts)
+        """Write the payloads as they come (in commit order: ``SinkWriter``), each table's buffered up to
+        ``file-size`` only, so a task holds about a file per table however much its batch carries."""
+        writer: StorageWriter | None = None  # opened with the first payload: a task may have none
         result = FlushResult()
-        for _table, chunks in sorted(tables.items()):
-            chunks.sort(key=lambda c: (c.commit_ts, c.seq))
-            for c in chunks:
-                result += writer.write_encoded(
-                    c.info, c.data, rows=c.nrows, min_commit_ts=c.commit_ts, max_commit_ts=c.commit_ts,
-                    physical_table_id=c.physical_table_id,
-                )  # fmt: skip
+        for c in payloads:
+            if writer is None:
+                writer = StorageWriter(self.config, commit_index=False, sink_start_ts=self.ctx.sink_start_ts)
+            result += writer.write_encoded(
+                c.info, c.data, rows=c.nrows, min_commit_ts=c.commit_ts, max_commit_ts=c.commit_ts,
+                physical_table_id=c.physical_table_id,
+            )  # fmt: skip
+        if writer is None:
+            return ()
         result += writer.flush()
         return result.data_files

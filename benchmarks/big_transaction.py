@@ -1,0 +1,75 @@
+"""Peak memory of one big upstream transaction through the whole pipeline (issue 27, item 4).
+
+    .venv/bin/python benchmarks/big_transaction.py [--rows 1000000] [--limit-mib 1024]
+
+One transaction of ``--rows`` rows into one table (``INSERT ... SELECT`` from MariaDB's sequence engine; the
+columns of ``changefeed.py``'s workload), committed and captured while the changefeed is stopped (the puller runs as
+a thread of this process, as in ``cdc server``), then the changefeed's query (``local[2]``, storage sink, canal-json)
+started in a warm session and timed until the sink's checkpoint covers the transaction. The peak resident memory of
+the process tree (this driver with its puller thread, Spark's JVM and its Python workers; not MariaDB, which is the
+upstream) is sampled every 0.2 s, separately while the transaction is captured and while it is replicated; the
+replication's must stay within ``--limit-mib`` (TiCDC's own memory quota is 1 GiB). The last line:
+
+    <rows>-row transaction: peak RSS capture <N> MiB, replication <N> MiB (limit <N> MiB: ok|over), <N> rows/s
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+from changefeed import Bench, CheckpointLog, RssSampler, metadata_checkpoint
+from sparkcdc.pipeline.query import build_session, start_query, stop_between_batches
+
+
+def main() -> int:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0] if __doc__ else "")
+    ap.add_argument("--rows", type=int, default=1_000_000)
+    ap.add_argument("--limit-mib", type=int, default=1024)
+    args = ap.parse_args()
+    bench_args = argparse.Namespace(rows=args.rows, txn_rows=args.rows, tables=1)
+    os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
+    os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
+    with tempfile.TemporaryDirectory(prefix="sparkcdc-bigtxn-") as tmp:
+        bench = Bench(Path(tmp), bench_args)
+        spark = build_session("local[2]", "sparkcdc-bench", home_dir=Path(tmp) / "spark-home")
+        try:
+            db = "big"
+            bench.create_tables(db)
+            spec, sink = bench.feed_spec(db, db)
+            log = CheckpointLog(metadata_checkpoint(spec, sink))
+            try:
+                query = start_query(spark, spec)
+                log.wait(spec.start_ts + 1, 300)  # the query is warm; stopped while the transaction is captured
+                stop_between_batches(query, spec)
+                rss = RssSampler(skip=("mariadbd",))
+                end = bench.load(db)
+                while bench._resolved() < end:
+                    time.sleep(0.05)
+                capture = rss.close()
+                rss = RssSampler(skip=("mariadbd",))
+                t0 = time.time()
+                query = start_query(spark, spec)
+                try:
+                    done = log.wait(end, 1800)
+                finally:
+                    stop_between_batches(query, spec)
+                replication = rss.close()
+            finally:
+                log.close()
+        finally:
+            spark.stop()
+            bench.close()
+    verdict = "ok" if replication <= args.limit_mib << 20 else "over"
+    print(f"{args.rows}-row transaction: peak RSS capture {capture / 2**20:,.0f} MiB, replication "
+          f"{replication / 2**20:,.0f} MiB (limit {args.limit_mib} MiB: {verdict}), "
+          f"{args.rows / (done - t0):,.0f} rows/s")  # fmt: skip
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
