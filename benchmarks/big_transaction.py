@@ -11,6 +11,9 @@ upstream) is sampled every 0.2 s, separately while the transaction is captured a
 replication's must stay within ``--limit-mib`` (TiCDC's own memory quota is 1 GiB). The last line:
 
     <rows>-row transaction: peak RSS capture <N> MiB, replication <N> MiB (limit <N> MiB: ok|over), <N> rows/s
+
+(``failed: <why>`` instead of the rows/s, and exit status 1, when the query failed: Spark's JVM out of heap, say),
+after a line with each process's share of the replication's peak.
 """
 
 from __future__ import annotations
@@ -21,6 +24,7 @@ import sys
 import tempfile
 import time
 from pathlib import Path
+from typing import Any
 
 from changefeed import Bench, CheckpointLog, RssSampler, metadata_checkpoint
 from sparkcdc.pipeline.query import build_session, start_query, stop_between_batches
@@ -55,20 +59,37 @@ def main() -> int:
                 t0 = time.time()
                 query = start_query(spark, spec)
                 try:
-                    done = log.wait(end, 1800)
+                    failed = _wait(query, log, end, 1800)
+                    done = time.time()
                 finally:
                     stop_between_batches(query, spec)
                 replication = rss.close()
+                at_peak = rss.at_peak
             finally:
                 log.close()
         finally:
             spark.stop()
             bench.close()
+    print("replication peak by process: " + ", ".join(f"{name} {rss / 2**20:,.0f}" for name, rss in at_peak) + " MiB")
     verdict = "ok" if replication <= args.limit_mib << 20 else "over"
+    speed = f"failed: {failed}" if failed else f"{args.rows / (done - t0):,.0f} rows/s"
     print(f"{args.rows}-row transaction: peak RSS capture {capture / 2**20:,.0f} MiB, replication "
-          f"{replication / 2**20:,.0f} MiB (limit {args.limit_mib} MiB: {verdict}), "
-          f"{args.rows / (done - t0):,.0f} rows/s")  # fmt: skip
-    return 0
+          f"{replication / 2**20:,.0f} MiB (limit {args.limit_mib} MiB: {verdict}), {speed}")  # fmt: skip
+    return 1 if failed else 0
+
+
+def _wait(query: Any, log: CheckpointLog, ts: int, timeout: float) -> str:
+    """Wait until the checkpoint covers ``ts``; "" then, else the first line of why the query stopped (a JVM out
+    of heap, for one). Raises RuntimeError after ``timeout`` seconds."""
+    deadline = time.monotonic() + timeout
+    while log.current() < ts:
+        if not query.isActive:
+            error = query.exception()
+            return str(getattr(error, "desc", None) or error or "the query stopped").strip().splitlines()[0][:200]
+        if time.monotonic() > deadline:
+            raise RuntimeError(f"checkpoint did not reach {ts} in {timeout}s")
+        time.sleep(0.05)
+    return ""
 
 
 if __name__ == "__main__":

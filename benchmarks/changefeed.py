@@ -88,15 +88,21 @@ def tree_cpu_seconds(root: int, skip: str = "mariadbd") -> float:
     return sum((int(f[11]) + int(f[12])) / tick for _pid, name, f in _tree_stats(root) if name != skip)
 
 
-def _tree_rss(root: int, exclude: int, skip: tuple[str, ...] = ()) -> int:
+def _tree_rss(root: int, exclude: int, skip: tuple[str, ...] = ()) -> dict[int, tuple[str, int]]:
+    """(command name, resident bytes) of ``root`` and its descendants by pid, without ``exclude`` and ``skip``."""
     page = os.sysconf("SC_PAGE_SIZE")
-    return sum(int(f[21]) * page for pid, name, f in _tree_stats(root) if pid != exclude and name not in skip)
+    return {pid: (name, int(f[21]) * page) for pid, name, f in _tree_stats(root) if pid != exclude and name not in skip}
 
 
-def _sample_rss(root: int, peak: Any, stop: Any, skip: tuple[str, ...]) -> None:
+def _sample_rss(root: int, peak: Any, stop: Any, skip: tuple[str, ...], where: Any) -> None:
+    top: dict[int, tuple[str, int]] = {}
     while not stop.is_set():
-        peak.value = max(peak.value, _tree_rss(root, os.getpid(), skip))
+        sample = _tree_rss(root, os.getpid(), skip)
+        total = sum(rss for _name, rss in sample.values())
+        if total > peak.value:
+            peak.value, top = total, sample
         stop.wait(0.2)
+    where.put(sorted(top.values(), key=lambda p: -p[1]))
 
 
 class RssSampler:
@@ -108,11 +114,15 @@ class RssSampler:
         ctx = multiprocessing.get_context("spawn")
         self.peak = ctx.Value("q", 0)
         self.stop = ctx.Event()
-        self.process = ctx.Process(target=_sample_rss, args=(os.getpid(), self.peak, self.stop, skip), daemon=True)
+        self.where = ctx.Queue()
+        self.process = ctx.Process(target=_sample_rss, args=(os.getpid(), self.peak, self.stop, skip, self.where),
+                                   daemon=True)  # fmt: skip
         self.process.start()
+        self.at_peak: list[tuple[str, int]] = []  # (command name, resident bytes) per process at the peak
 
     def close(self) -> int:
         self.stop.set()
+        self.at_peak = self.where.get(timeout=10)
         self.process.join(10)
         return int(self.peak.value)
 
