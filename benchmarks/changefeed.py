@@ -89,9 +89,22 @@ def tree_cpu_seconds(root: int, skip: str = "mariadbd") -> float:
 
 
 def _tree_rss(root: int, exclude: int, skip: tuple[str, ...] = ()) -> dict[int, tuple[str, int]]:
-    """(command name, resident bytes) of ``root`` and its descendants by pid, without ``exclude`` and ``skip``."""
+    """(what the process is, resident bytes) of ``root`` and its descendants by pid, without ``exclude`` and
+    ``skip``; a Python process is told by the module it runs (``-m pyspark.daemon``: forked workers say so too)."""
     page = os.sysconf("SC_PAGE_SIZE")
-    return {pid: (name, int(f[21]) * page) for pid, name, f in _tree_stats(root) if pid != exclude and name not in skip}
+    return {pid: (_what(pid, name), int(f[21]) * page) for pid, name, f in _tree_stats(root)
+            if pid != exclude and name not in skip}  # fmt: skip
+
+
+def _what(pid: int, name: str) -> str:
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            args = f.read().split(b"\0")
+    except OSError:
+        return name
+    if name.startswith("python") and b"-m" in args[:-1]:
+        return f"{name}:{args[args.index(b'-m') + 1].decode(errors='replace').rsplit('.', 1)[-1]}"
+    return name
 
 
 def _sample_rss(root: int, peak: Any, stop: Any, skip: tuple[str, ...], where: Any) -> None:
