@@ -58,17 +58,19 @@ def main() -> int:
                 rss = RssSampler(skip=("mariadbd",))
                 t0 = time.time()
                 query = start_query(spark, spec)
-                try:
-                    failed = _wait(query, log, end, 1800)
-                    done = time.time()
-                finally:
-                    stop_between_batches(query, spec)
+                failed = _wait(query, log, end, 1800)
+                done = time.time()
                 replication = rss.close()
+                if not failed:
+                    stop_between_batches(query, spec)
                 at_peak = rss.at_peak
             finally:
                 log.close()
         finally:
-            spark.stop()
+            try:
+                spark.stop()
+            except Exception as e:  # the JVM died (out of heap): nothing left to stop
+                print(f"stopping Spark: {type(e).__name__}", file=sys.stderr)
             bench.close()
     print("replication peak by process: " + ", ".join(f"{name} {rss / 2**20:,.0f}" for name, rss in at_peak) + " MiB")
     verdict = "ok" if replication <= args.limit_mib << 20 else "over"
@@ -83,9 +85,12 @@ def _wait(query: Any, log: CheckpointLog, ts: int, timeout: float) -> str:
     of heap, for one). Raises RuntimeError after ``timeout`` seconds."""
     deadline = time.monotonic() + timeout
     while log.current() < ts:
-        if not query.isActive:
-            error = query.exception()
-            return str(getattr(error, "desc", None) or error or "the query stopped").strip().splitlines()[0][:200]
+        try:
+            if not query.isActive:
+                error = query.exception()
+                return str(getattr(error, "desc", None) or error or "the query stopped").strip().splitlines()[0][:200]
+        except Exception as e:  # py4j: the JVM is gone
+            return f"Spark's JVM is gone ({type(e).__name__}; its log says why, e.g. OutOfMemoryError: Java heap space)"
         if time.monotonic() > deadline:
             raise RuntimeError(f"checkpoint did not reach {ts} in {timeout}s")
         time.sleep(0.05)
