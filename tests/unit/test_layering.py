@@ -19,6 +19,7 @@ FORBIDDEN = {
     "redo": ("consumer", "sink", "pipeline", "server", "cli"),
     "sink": ("consumer", "pipeline", "server", "cli"),
     "consumer": ("pipeline", "server", "cli"),
+    "lake": ("consumer", "sink", "redo", "mysql", "pipeline", "server", "cli"),
 }
 
 

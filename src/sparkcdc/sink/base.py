@@ -156,6 +156,8 @@ SINKS: dict[str, str] = {
     "mysql+ssl": "sparkcdc.sink.mysql:SINK",
     "tidb": "sparkcdc.sink.mysql:SINK",
     "tidb+ssl": "sparkcdc.sink.mysql:SINK",
+    "delta": "sparkcdc.sink.lake:SINK",
+    "iceberg": "sparkcdc.sink.lake:SINK",
 }
 
 

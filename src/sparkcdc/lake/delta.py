@@ -1,0 +1,164 @@
+"""A Delta Lake table per upstream table, written with delta-rs (``deltalake``): create, MERGE, evolve, time travel.
+
+Every commit carries the upstream commit-ts it brings the table to, twice: as the Delta *transaction identifier*
+(``txn`` action, ``appId`` = ``sparkcdc:<changefeed>``, ``version`` = commit-ts), which the writer reads back to
+skip what a replayed batch already applied (Delta's own idempotent-writes mechanism: the action commits atomically
+with the data), and as commit info ``sparkcdc.commit-ts``, which :func:`version_as_of` uses for time travel. The
+table at a version whose recorded commit-ts is ``ts`` equals the upstream table as of ``ts``.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+import pyarrow as pa  # type: ignore[import-untyped]
+
+from sparkcdc.errors import ConfigError, StorageError
+from sparkcdc.lake.changes import NetChange
+from sparkcdc.lake.types import arrow_schema, to_arrow
+from sparkcdc.model import TableInfo
+
+COMMIT_TS = "sparkcdc.commit-ts"
+OP_COLUMN = "_sparkcdc_op"
+_BAD_NAME = re.compile(r"[ ,;{}()\n\t=]")  # what Delta refuses in a column name without column mapping
+
+
+def _deltalake() -> Any:
+    import deltalake
+
+    return deltalake
+
+
+def table_uri(root: str, schema: str, table: str) -> str:
+    return f"{root.rstrip('/')}/{schema}/{table}"
+
+
+def _quote(name: str) -> str:
+    return "`" + name.replace("`", "``") + "`"
+
+
+class DeltaTables:
+    """The Delta tables under ``root`` for one changefeed (``app_id`` names it in the ``txn`` actions)."""
+
+    def __init__(self, root: str, app_id: str, storage_options: dict[str, str] | None = None) -> None:
+        self.root = root
+        self.app_id = app_id
+        self.storage_options = storage_options or None
+
+    def uri(self, schema: str, table: str) -> str:
+        return table_uri(self.root, schema, table)
+
+    def _props(self, ts: int) -> Any:
+        dl = _deltalake()
+        return dl.CommitProperties(custom_metadata={COMMIT_TS: str(ts)},
+                                   app_transactions=[dl.Transaction(self.app_id, ts)])  # fmt: skip
+
+    def _open(self, schema: str, table: str) -> Any:
+        """The table, or None when there is none yet. Raises StorageError when it cannot be read."""
+        dl = _deltalake()
+        uri = self.uri(schema, table)
+        try:
+            if not dl.DeltaTable.is_deltatable(uri, self.storage_options):
+                return None
+            return dl.DeltaTable(uri, storage_options=self.storage_options)
+        except OSError as e:
+            raise StorageError(f"delta table {uri}: {e}") from e
+
+    def applied_ts(self, schema: str, table: str) -> int:
+        """The upstream commit-ts the table holds everything up to (0 for no table or no commit of ours)."""
+        dt = self._open(schema, table)
+        return 0 if dt is None else int(dt.transaction_version(self.app_id) or 0)
+
+    def ensure(self, info: TableInfo, ts: int | None = None) -> Any:
+        """The table for ``info``: created when missing, missing columns added (ADD COLUMN). Idempotent; each
+        change commits with ``ts`` (default: what the table already holds). Raises ConfigError for a definition
+        Delta cannot hold as it is."""
+        check_names(info)
+        dt = self._open(info.schema, info.table)
+        wanted = arrow_schema(info)
+        if ts is None:
+            ts = 0 if dt is None else int(dt.transaction_version(self.app_id) or 0)
+        if dt is None:
+            dl = _deltalake()
+            return dl.DeltaTable.create(self.uri(info.schema, info.table), wanted, mode="ignore",
+                                        storage_options=self.storage_options,
+                                        commit_properties=self._props(ts))  # fmt: skip
+        have = {f.name.lower(): f for f in pa.schema(dt.schema().to_arrow())}
+        missing = [f for f in wanted if f.name.lower() not in have]
+        gone = [n for n in have if n not in {f.name.lower() for f in wanted}]
+        if gone:
+            raise ConfigError(
+                f"delta table {self.uri(info.schema, info.table)} has column(s) {', '.join(gone)} that "
+                f"{info.qualified_name} no longer has: dropping a column is not supported by the delta sink yet"
+            )
+        if missing:
+            from deltalake.schema import Field
+
+            fields = [Field.from_arrow(f.with_nullable(True)) for f in missing]
+            dt.alter.add_columns(fields, commit_properties=self._props(ts))
+        return dt
+
+    def merge(self, info: TableInfo, change: NetChange, after_ts: int) -> int:
+        """One MERGE of the batch's net change (delete the deleted keys, upsert the rest), committed with the txn
+        version ``change.last_ts``. ``after_ts`` is what the table held before (:meth:`applied_ts`): a schema
+        change made first commits with it, so a crash between the two commits replays the rows. Returns the rows
+        written (0 when there was nothing)."""
+        if change.empty:
+            return 0
+        dt = self.ensure(info, after_ts)
+        keys = [info.columns[i].name for i in info.handle_key_positions]
+        width = len(info.columns)
+        rows: list[tuple[Any, ...]] = list(change.upserts.values())
+        for k in change.deletes:  # a key-only image: the other columns are never read for a delete
+            image: list[Any] = [None] * width
+            for pos, v in zip(info.handle_key_positions, k):
+                image[pos] = v
+            rows.append(tuple(image))
+        ops = pa.array(["u"] * len(change.upserts) + ["d"] * len(change.deletes))
+        source = to_arrow(info, rows, {OP_COLUMN: ops})
+        predicate = " AND ".join(f"t.{_quote(k)} = s.{_quote(k)}" for k in keys)
+        (dt.merge(source, predicate, source_alias="s", target_alias="t", commit_properties=self._props(change.last_ts))
+         .when_matched_delete(f"s.{OP_COLUMN} = 'd'")
+         .when_matched_update_all(f"s.{OP_COLUMN} = 'u'", except_cols=[OP_COLUMN])
+         .when_not_matched_insert_all(f"s.{OP_COLUMN} = 'u'", except_cols=[OP_COLUMN])
+         .execute())  # fmt: skip
+        return len(rows)
+
+    def truncate(self, info: TableInfo, ts: int) -> None:
+        dt = self.ensure(info, ts)
+        if int(dt.transaction_version(self.app_id) or 0) < ts:
+            dt.delete(commit_properties=self._props(ts))
+
+    def drop(self, schema: str, table: str, ts: int) -> None:
+        """DROP TABLE: the table is emptied and stays (a Delta table has no drop without a catalog; its history
+        stays readable as of any earlier commit-ts)."""
+        dt = self._open(schema, table)
+        if dt is not None and int(dt.transaction_version(self.app_id) or 0) < ts:
+            dt.delete(commit_properties=self._props(ts))
+
+
+def check_names(info: TableInfo) -> None:
+    """Raises ConfigError for a column name Delta refuses without column mapping."""
+    for c in info.columns:
+        if _BAD_NAME.search(c.name):
+            raise ConfigError(
+                f"column {info.qualified_name}.{c.name!r}: Delta tables without column mapping take no "
+                "space or any of ,;{}()= in a column name; rename the column or exclude the table"
+            )
+
+
+def version_as_of(uri: str, commit_ts: int, storage_options: dict[str, str] | None = None) -> int | None:
+    """The newest version of the Delta table at ``uri`` whose recorded upstream commit-ts is <= ``commit_ts``;
+    None when there is none (the table was empty then)."""
+    dl = _deltalake()
+    dt = dl.DeltaTable(uri, storage_options=storage_options)
+    best: tuple[int, int] | None = None
+    for h in dt.history():
+        ts = h.get(COMMIT_TS)
+        if ts is None or int(ts) > commit_ts:
+            continue
+        cand = (int(ts), int(h["version"]))
+        if best is None or cand > best:
+            best = cand
+    return None if best is None else best[1]

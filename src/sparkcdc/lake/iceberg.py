@@ -1,0 +1,183 @@
+"""An Apache Iceberg table per upstream table, written with pyiceberg through its SQL catalog.
+
+The catalog is a real one users run (pyiceberg's ``SqlCatalog``: SQLite in the warehouse by default, or any
+SQLAlchemy URL such as the MariaDB beside the changefeed); namespace = upstream schema, table = upstream table.
+pyiceberg 0.12 has no MERGE: a batch's net change is one Iceberg transaction of a delete (the keys the batch
+deletes or rewrites, copy-on-write) and an append (the new images), committed together. The last snapshot of each
+transaction carries the upstream commit-ts in its summary (``sparkcdc.commit-ts``): :meth:`applied_ts` reads it
+back so a replayed batch is skipped, and :func:`snapshot_as_of` finds the snapshot for a time-travel read.
+"""
+
+from __future__ import annotations
+
+import os
+import warnings
+from typing import Any
+
+import pyarrow as pa  # type: ignore[import-untyped]
+
+from sparkcdc.errors import ConfigError, StorageError
+from sparkcdc.lake.changes import Key, NetChange
+from sparkcdc.lake.location import LakeLocation
+from sparkcdc.lake.types import arrow_schema, to_arrow
+from sparkcdc.model import TableInfo
+
+COMMIT_TS = "sparkcdc.commit-ts"
+CATALOG_FILE = "catalog.db"
+
+
+def catalog(where: LakeLocation) -> Any:
+    """The SQL catalog of ``where`` (its tables are created on first use). Raises ConfigError when it cannot be
+    reached."""
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    uri = where.catalog_uri or f"sqlite:///{os.path.join(where.root, CATALOG_FILE)}"
+    try:
+        if where.catalog_uri is None:
+            os.makedirs(where.root, exist_ok=True)
+        return SqlCatalog("sparkcdc", uri=uri, warehouse=f"file://{where.root}")
+    except Exception as e:  # SQLAlchemy's errors: a driver missing, a refused connection, bad credentials
+        raise ConfigError(f"{where}: the catalog fails: {type(e).__name__}: {_first_line(e)}") from e
+
+
+def check_catalog(where: LakeLocation) -> None:
+    cat = catalog(where)
+    try:
+        cat.list_namespaces()
+    except Exception as e:
+        raise ConfigError(f"{where}: the catalog fails: {type(e).__name__}: {_first_line(e)}") from e
+
+
+def _first_line(e: BaseException) -> str:
+    from sparkcdc.masking import mask_uri
+
+    return mask_uri(str(e).splitlines()[0] if str(e) else "")
+
+
+def _summary_ts(snapshot: Any) -> int | None:
+    value = snapshot.summary.additional_properties.get(COMMIT_TS) if snapshot.summary else None
+    return None if value is None else int(value)
+
+
+class IcebergTables:
+    def __init__(self, root: str, app_id: str, catalog_uri: str | None = None) -> None:
+        self.where = LakeLocation("iceberg", root, catalog_uri)
+        self.app_id = app_id
+        self._catalog: Any = None
+
+    @property
+    def catalog(self) -> Any:
+        if self._catalog is None:
+            self._catalog = catalog(self.where)
+        return self._catalog
+
+    def _load(self, schema: str, table: str) -> Any:
+        from pyiceberg.exceptions import NoSuchTableError
+
+        try:
+            return self.catalog.load_table((schema, table))
+        except NoSuchTableError:
+            return None
+        except OSError as e:
+            raise StorageError(f"iceberg table {schema}.{table} in {self.where}: {e}") from e
+
+    def applied_ts(self, schema: str, table: str) -> int:
+        t = self._load(schema, table)
+        return 0 if t is None else _applied(t)
+
+    def ensure(self, info: TableInfo, ts: int | None = None) -> Any:
+        """Creates the table, or adds the columns it lacks (an Iceberg schema update: no snapshot, so ``ts`` is
+        not recorded: the next snapshot records the commit-ts that covers it)."""
+        t = self._load(info.schema, info.table)
+        wanted = arrow_schema(info)
+        if t is None:
+            self.catalog.create_namespace_if_not_exists(info.schema)
+            return self.catalog.create_table_if_not_exists((info.schema, info.table), wanted)
+        have = {f.name.lower() for f in t.schema().fields}
+        names = {f.name.lower() for f in wanted}
+        gone = sorted(have - names)
+        if gone:
+            raise ConfigError(f"iceberg table {info.qualified_name} has column(s) {', '.join(gone)} that the "
+                              "upstream table no longer has: dropping a column is not supported yet")  # fmt: skip
+        missing = [f for f in wanted if f.name.lower() not in have]
+        if missing:
+            with t.update_schema() as update:
+                update.union_by_name(pa.schema(missing))
+            t = self._load(info.schema, info.table)
+        return t
+
+    def merge(self, info: TableInfo, change: NetChange, after_ts: int) -> int:
+        if change.empty:
+            return 0
+        t = self.ensure(info)
+        props = {COMMIT_TS: str(change.last_ts)}
+        keys = [info.columns[i].name for i in info.handle_key_positions]
+        touched = [*change.upserts, *change.deletes]
+        with warnings.catch_warnings(), t.transaction() as tx:
+            # deleting keys a batch inserts for the first time matches nothing: expected, and pyiceberg warns
+            warnings.filterwarnings("ignore", "Delete operation did not match any records")
+            if change.upserts:
+                tx.delete(_key_filter(keys, touched, info))
+                tx.append(to_arrow(info, list(change.upserts.values())), snapshot_properties=props)
+            else:
+                tx.delete(_key_filter(keys, touched, info), snapshot_properties=props)
+        return len(touched)
+
+    def truncate(self, info: TableInfo, ts: int) -> None:
+        from pyiceberg.expressions import AlwaysTrue
+
+        t = self.ensure(info)
+        if _applied(t) < ts:
+            t.delete(AlwaysTrue(), snapshot_properties={COMMIT_TS: str(ts)})
+
+    def drop(self, schema: str, table: str, ts: int) -> None:
+        """DROP TABLE empties the table, keeping it and its snapshots (as-of reads before the drop still work)."""
+        from pyiceberg.expressions import AlwaysTrue
+
+        t = self._load(schema, table)
+        if t is not None and _applied(t) < ts:
+            t.delete(AlwaysTrue(), snapshot_properties={COMMIT_TS: str(ts)})
+
+
+def _applied(t: Any) -> int:
+    """The commit-ts of the newest snapshot that records one (walking back over snapshots of other writers)."""
+    snap = t.current_snapshot()
+    while snap is not None:
+        ts = _summary_ts(snap)
+        if ts is not None:
+            return ts
+        snap = t.snapshot_by_id(snap.parent_snapshot_id) if snap.parent_snapshot_id is not None else None
+    return 0
+
+
+def _key_filter(keys: list[str], values: list[Key], info: TableInfo) -> Any:
+    """A row filter matching exactly the given keys: ``k IN (...)`` for one column, an OR of ANDs otherwise. The
+    key values go through the rows' own conversion (:func:`to_arrow`), so ENUM keys compare as their names."""
+    from pyiceberg import expressions
+
+    # pyiceberg's predicates take (term, value) positionally at run time; its type stubs declare pydantic fields
+    in_: Any = expressions.In
+    equal: Any = expressions.EqualTo
+    positions = info.handle_key_positions
+    images: list[list[Any]] = []
+    for key in values:
+        image: list[Any] = [None] * len(info.columns)
+        for pos, v in zip(positions, key):
+            image[pos] = v
+        images.append(image)
+    converted = to_arrow(info, images)
+    columns = [converted.column(info.columns[p].name).to_pylist() for p in positions]
+    if len(keys) == 1:
+        return in_(keys[0], set(columns[0]))
+    terms = [expressions.And(*(equal(k, col[i]) for k, col in zip(keys, columns))) for i in range(len(values))]
+    return terms[0] if len(terms) == 1 else expressions.Or(*terms)
+
+
+def snapshot_as_of(t: Any, commit_ts: int) -> int | None:
+    """The id of the newest snapshot whose recorded commit-ts is <= ``commit_ts``; None when there is none."""
+    best: tuple[int, int, int] | None = None
+    for s in t.snapshots():
+        ts = _summary_ts(s)
+        if ts is not None and ts <= commit_ts and (best is None or (ts, s.sequence_number) > best[:2]):
+            best = (ts, s.sequence_number, s.snapshot_id)
+    return None if best is None else best[2]

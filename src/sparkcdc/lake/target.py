@@ -1,0 +1,38 @@
+"""What the lake sink needs of a table format, and the one place that opens a format from a sink config."""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from sparkcdc.lake.changes import NetChange
+from sparkcdc.lake.location import LakeLocation
+from sparkcdc.model import TableInfo
+
+
+class LakeTables(Protocol):
+    """One changefeed's tables in one format. Every commit records the upstream commit-ts it brings the table to,
+    atomically with its data; :meth:`applied_ts` reads it back so a replayed batch never applies twice."""
+
+    def applied_ts(self, schema: str, table: str) -> int: ...
+
+    def ensure(self, info: TableInfo, ts: int | None = None) -> object:
+        """Create the table, or add the columns it lacks; schema changes commit with ``ts`` (default: what the
+        table already holds). Raises ConfigError for a definition the format cannot hold."""
+        ...
+
+    def merge(self, info: TableInfo, change: NetChange, after_ts: int) -> int: ...
+
+    def truncate(self, info: TableInfo, ts: int) -> None: ...
+
+    def drop(self, schema: str, table: str, ts: int) -> None: ...
+
+
+def open_tables(where: LakeLocation, changefeed: str) -> LakeTables:
+    app_id = f"sparkcdc:{changefeed}"
+    if where.fmt == "delta":
+        from sparkcdc.lake.delta import DeltaTables
+
+        return DeltaTables(where.root, app_id)
+    from sparkcdc.lake.iceberg import IcebergTables
+
+    return IcebergTables(where.root, app_id, where.catalog_uri)

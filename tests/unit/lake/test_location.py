@@ -1,0 +1,56 @@
+"""delta:// and iceberg:// URIs: what they name, and one clear line (secrets masked) for a bad one."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from sparkcdc.errors import ConfigError
+from sparkcdc.lake.location import LakeLocation
+from sparkcdc.sink.base import check_sink, sink_config
+from sparkcdc.sink.lake.config import LakeSinkConfig
+
+
+def test_delta_uri() -> None:
+    cfg = sink_config("delta:///data/lake/?flush-interval=500ms&worker-count=8")
+    assert cfg == LakeSinkConfig(LakeLocation("delta", "/data/lake"), 0.5, 8)
+
+
+def test_iceberg_uri_with_a_catalog_keeps_its_password_out_of_repr() -> None:
+    cfg = sink_config("iceberg:///wh?catalog-uri=mysql%2Bpymysql%3A%2F%2Fu%3Ahunter2%40h%3A3306%2Fcat")
+    assert isinstance(cfg, LakeSinkConfig)
+    assert cfg.where.catalog_uri == "mysql+pymysql://u:hunter2@h:3306/cat"
+    assert "hunter2" not in repr(cfg) and "hunter2" not in str(cfg.where)
+
+
+@pytest.mark.parametrize(("uri", "message"), [
+    ("delta://host/data", "takes a local absolute path and no host"),
+    ("delta://", "takes a local absolute path"),
+    ("delta:///", "takes a local absolute path"),
+    ("delta:///d?protocol=csv", "unknown parameter 'protocol' for delta://; use one of: flush-interval, worker-count"),
+    ("delta:///d?catalog-uri=sqlite:///x", "unknown parameter 'catalog-uri' for delta://"),
+    ("iceberg:///d?catalog-uri=nope", "catalog-uri must be a SQLAlchemy URL"),
+    ("delta:///d?worker-count=0", "worker-count must be an integer in [1, 512], not '0'"),
+    ("delta:///d?flush-interval=soon", "flush-interval"),
+    ("iceberg://u:hunter2@h/d", "no host"),
+])  # fmt: skip
+def test_bad_uris_fail_at_create_with_one_line(uri: str, message: str) -> None:
+    with pytest.raises(ConfigError) as e:
+        sink_config(uri)
+    assert message in e.value.message
+    assert "\n" not in e.value.message and "hunter2" not in e.value.message
+
+
+def test_check_refuses_a_root_that_cannot_be_written(tmp_path: Path) -> None:
+    (tmp_path / "file").write_text("")
+    with pytest.raises(ConfigError, match=r"sink root .*file/lake"):
+        check_sink(f"delta://{tmp_path}/file/lake")
+
+
+def test_check_reaches_the_iceberg_catalog(tmp_path: Path) -> None:
+    check_sink(f"iceberg://{tmp_path}/wh")
+    assert (tmp_path / "wh" / "catalog.db").exists()
+    with pytest.raises(ConfigError, match="the catalog fails") as e:
+        check_sink(f"iceberg://{tmp_path}/wh?catalog-uri=mysql%2Bpymysql://u:hunter2@127.0.0.1:1/c")
+    assert "hunter2" not in e.value.message and "\n" not in e.value.message

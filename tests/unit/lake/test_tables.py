@@ -1,0 +1,125 @@
+"""One behaviour suite every lake format passes (delta-rs and pyiceberg on a temporary directory): MERGE, replay,
+schema evolution, TRUNCATE/DROP, DDL refusals and time travel."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import pytest
+
+from sparkcdc.errors import ConfigError
+from sparkcdc.lake.as_of import read_as_of
+from sparkcdc.lake.changes import net_change
+from sparkcdc.lake.ddl import LakeDDLError, apply_ddl
+from sparkcdc.lake.location import LakeLocation
+from sparkcdc.lake.target import LakeTables, open_tables
+from sparkcdc.model import DDLEvent, RowChange
+from sparkcdc.model.ddl_action import DDLAction
+from sparkcdc.model.table import ColumnInfo
+from tests.unit.lake.support import dele, ins, key_col, table, upd
+
+T = table(key_col("id"), ColumnInfo("v", "varchar"))
+T2 = table(key_col("id"), ColumnInfo("v", "varchar"), ColumnInfo("n", "bigint", unsigned=True), version=2)
+
+
+@pytest.fixture(params=["delta", "iceberg"])
+def uri(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    return f"{request.param}://{tmp_path}/lake"
+
+
+def lake(uri: str) -> LakeTables:
+    where, _ = LakeLocation.from_uri(uri)
+    return open_tables(where, "cf")
+
+
+def apply(tables: LakeTables, rows: list[RowChange], info: object = T) -> int:
+    applied = tables.applied_ts("db", "t")
+    change = net_change(rows, rows[0].table.handle_key_positions, applied)
+    return tables.merge(rows[-1].table, change, applied)
+
+
+def rows_of(uri: str, ts: int) -> list[tuple[object, ...]]:
+    return sorted(tuple(r.values()) for r in read_as_of(uri, "db.t", ts).to_pylist())
+
+
+def test_merge_upserts_and_deletes(uri: str) -> None:
+    t = lake(uri)
+    apply(t, [ins(10, 1, "a"), ins(10, 2, "b"), ins(10, 3, "c")])
+    apply(t, [upd(20, (1, "a"), (1, "a2")), upd(20, (2, "b"), (5, "b")), dele(20, 3, "c"), ins(20, 4, "d")])
+    assert t.applied_ts("db", "t") == 20
+    assert rows_of(uri, 20) == [(1, "a2"), (4, "d"), (5, "b")]
+    assert rows_of(uri, 19) == [(1, "a"), (2, "b"), (3, "c")]
+    assert rows_of(uri, 9) == []
+
+
+def test_a_replayed_batch_applies_nothing(uri: str) -> None:
+    t = lake(uri)
+    batch = [ins(10, 1, "a"), upd(11, (1, "a"), (1, "b"))]
+    apply(t, batch)
+    assert apply(t, batch) == 0  # the replay finds commit-ts 11 already in the table
+    apply(t, [*batch, ins(12, 2, "c")])  # a replay with more rows applies only the new ones
+    assert rows_of(uri, 12) == [(1, "b"), (2, "c")]
+
+
+def test_add_column_evolves_and_old_versions_keep_their_rows(uri: str) -> None:
+    t = lake(uri)
+    apply(t, [ins(10, 1, "a")])
+    apply_ddl(t, DDLEvent(15, DDLAction.ADD_COLUMN, "ALTER TABLE t ADD n BIGINT UNSIGNED", "db", "t", T2, T))
+    apply(t, [RowChange(20, T2, ins(0, 0).op, None, (2, "b", 2**64 - 1))])
+    now = read_as_of(uri, "db.t", 20).to_pylist()
+    assert sorted(now, key=lambda r: r["id"]) == [{"id": 1, "v": "a", "n": None},
+                                                  {"id": 2, "v": "b", "n": 2**64 - 1}]  # fmt: skip
+    assert rows_of(uri, 10) == [(1, "a")]
+
+
+def test_truncate_and_drop_empty_the_table(uri: str) -> None:
+    t = lake(uri)
+    apply(t, [ins(10, 1, "a")])
+    apply_ddl(t, DDLEvent(20, DDLAction.TRUNCATE_TABLE, "TRUNCATE t", "db", "t", T, T))
+    apply_ddl(t, DDLEvent(20, DDLAction.TRUNCATE_TABLE, "TRUNCATE t", "db", "t", T, T))  # replayed: once
+    assert rows_of(uri, 20) == []
+    apply(t, [ins(30, 2, "b")])
+    apply_ddl(t, DDLEvent(40, DDLAction.DROP_TABLE, "DROP TABLE t", "db", "t"))
+    assert rows_of(uri, 40) == []
+    assert rows_of(uri, 30) == [(2, "b")]
+    assert rows_of(uri, 10) == [(1, "a")]
+
+
+@pytest.mark.parametrize(("query", "after"), [
+    ("ALTER TABLE t DROP v", table(key_col("id"), version=2)),
+    ("ALTER TABLE t CHANGE v w VARCHAR(9)", table(key_col("id"), ColumnInfo("w", "varchar"), version=2)),
+    ("ALTER TABLE t MODIFY v BIGINT", table(key_col("id"), ColumnInfo("v", "bigint"), version=2)),
+    ("RENAME TABLE t TO u", table(key_col("id"), ColumnInfo("v", "varchar"), name="u", version=2)),
+])  # fmt: skip
+def test_a_ddl_the_format_cannot_follow_fails_naming_it(uri: str, query: str, after: object) -> None:
+    t = lake(uri)
+    apply(t, [ins(10, 1, "a")])
+    with pytest.raises(LakeDDLError, match=re.escape(f"DDL '{query}' on db.t at commit-ts 20: ")) as e:
+        apply_ddl(t, DDLEvent(20, DDLAction.MODIFY_COLUMN, query, "db", "t", after, T))  # type: ignore[arg-type]
+    assert "\n" not in str(e.value) and e.value.code == "CDC:ErrLakeDDLUnsupported"
+
+
+def test_a_ddl_that_keeps_the_lake_schema_changes_nothing(uri: str) -> None:
+    t = lake(uri)
+    apply(t, [ins(10, 1, "a")])
+    wider = table(key_col("id"), ColumnInfo("v", "varchar", length=99), version=2)
+    apply_ddl(t, DDLEvent(20, DDLAction.MODIFY_COLUMN, "ALTER TABLE t MODIFY v VARCHAR(99)", "db", "t", wider, T))
+    assert rows_of(uri, 20) == [(1, "a")]
+
+
+def test_composite_keys(uri: str) -> None:
+    t2 = table(key_col("a"), key_col("b", "varchar"), ColumnInfo("v", "int"))
+    t = lake(uri)
+    rows = [ins(10, 1, "x", 1, t=t2), ins(10, 1, "y", 2, t=t2), ins(10, 2, "x", 3, t=t2)]
+    t.merge(t2, net_change(rows, t2.handle_key_positions), 0)
+    more = [dele(20, 1, "y", 2, t=t2), upd(20, (2, "x", 3), (2, "x", 4), t=t2)]
+    t.merge(t2, net_change(more, t2.handle_key_positions), 10)
+    assert rows_of(uri, 20) == [(1, "x", 1), (2, "x", 4)]
+
+
+def test_read_as_of_errors(uri: str) -> None:
+    with pytest.raises(ConfigError, match=r"schema\.table"):
+        read_as_of(uri, "t", 1)
+    with pytest.raises(ConfigError, match=r"db\.nope"):
+        read_as_of(uri, "db.nope", 1)
