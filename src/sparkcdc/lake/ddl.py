@@ -10,11 +10,17 @@ so a replayed DDL is applied once.
 
 from __future__ import annotations
 
+from collections.abc import Iterable
+from typing import Any
+
+import pyarrow as pa  # type: ignore[import-untyped]
+
 from sparkcdc.errors import SparkcdcError
 from sparkcdc.lake.target import LakeTables
-from sparkcdc.lake.types import arrow_schema
+from sparkcdc.lake.types import added_value, arrow_schema
 from sparkcdc.model import DDLEvent
 from sparkcdc.model.ddl_action import DDLAction
+from sparkcdc.model.table import ColumnInfo
 
 ERR_LAKE_DDL = "CDC:ErrLakeDDLUnsupported"
 _IGNORED = frozenset({DDLAction.CREATE_SCHEMA, DDLAction.DROP_SCHEMA, DDLAction.CREATE_VIEW, DDLAction.DROP_VIEW})
@@ -50,7 +56,20 @@ def apply_ddl(tables: LakeTables, ddl: DDLEvent) -> None:
                                "type change or reorder of a column)")  # fmt: skip
         if len(after) == len(before):
             return
+        fill = _added_values(ddl, info.columns[len(before):])
+        if any(v is not None for v in fill.values()):
+            tables.ensure(info)  # keeps the table's commit-ts: a crash before the fill replays the DDL
+            tables.fill(info, fill, ddl.commit_ts)
+            return
     tables.ensure(info, ddl.commit_ts)
+
+
+def _added_values(ddl: DDLEvent, columns: Iterable[ColumnInfo]) -> dict[str, Any]:
+    """What the upstream put in the existing rows for each added column. Raises LakeDDLError."""
+    try:
+        return {c.name: added_value(c) for c in columns}
+    except (ValueError, ArithmeticError, pa.ArrowInvalid) as e:
+        raise _refuse(ddl, f"the value existing rows get is not known exactly ({e})") from e
 
 
 def _refuse(ddl: DDLEvent, why: str) -> LakeDDLError:

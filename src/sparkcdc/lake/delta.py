@@ -125,6 +125,14 @@ class DeltaTables:
          .execute())  # fmt: skip
         return len(rows)
 
+    def fill(self, info: TableInfo, values: dict[str, Any], ts: int) -> None:
+        dt = self.ensure(info)
+        if int(dt.transaction_version(self.app_id) or 0) >= ts:
+            return
+        schema = arrow_schema(info)
+        updates = {_quote(name): _sql_literal(v, schema.field(name).type) for name, v in values.items()}
+        dt.update(updates=updates, commit_properties=self._props(ts))
+
     def truncate(self, info: TableInfo, ts: int) -> None:
         dt = self.ensure(info, ts)
         if int(dt.transaction_version(self.app_id) or 0) < ts:
@@ -136,6 +144,19 @@ class DeltaTables:
         dt = self._open(schema, table)
         if dt is not None and int(dt.transaction_version(self.app_id) or 0) < ts:
             dt.delete(commit_properties=self._props(ts))
+
+
+def _sql_literal(value: Any, typ: pa.DataType) -> str:
+    """A value as a DataFusion SQL literal of Arrow type ``typ`` (the update's expression language)."""
+    if value is None:
+        return "NULL"
+    if isinstance(value, str):
+        return "'" + value.replace("'", "''") + "'"
+    sql = f"DECIMAL({typ.precision},{typ.scale})" if pa.types.is_decimal(typ) else _SQL_TYPES[str(typ)]
+    return f"CAST('{value}' AS {sql})"
+
+
+_SQL_TYPES = {"int32": "INT", "int64": "BIGINT", "float": "REAL", "double": "DOUBLE"}
 
 
 def check_names(info: TableInfo) -> None:
@@ -158,7 +179,7 @@ def version_as_of(uri: str, commit_ts: int, storage_options: dict[str, str] | No
         ts = h.get(COMMIT_TS)
         if ts is None or int(ts) > commit_ts:
             continue
-        cand = (int(ts), int(h["version"]))
-        if best is None or cand > best:
+        cand = (int(ts), -int(h["version"]))  # of commits recording one ts, the first: a schema change made
+        if best is None or cand > best:  # before a MERGE or a DDL's backfill keeps the ts the table had
             best = cand
-    return None if best is None else best[1]
+    return None if best is None else -best[1]

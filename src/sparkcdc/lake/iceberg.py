@@ -123,6 +123,20 @@ class IcebergTables:
                 tx.delete(_key_filter(keys, touched, info), snapshot_properties=props)
         return len(touched)
 
+    def fill(self, info: TableInfo, values: dict[str, Any], ts: int) -> None:
+        """pyiceberg has no UPDATE: the table is rewritten whole in one overwrite (ADD COLUMN is rare)."""
+        t = self.ensure(info)
+        if _applied(t) >= ts:
+            return
+        data = t.scan().to_arrow()
+        for name, v in values.items():
+            i = data.schema.get_field_index(name)
+            field = data.schema.field(i)
+            data = data.set_column(i, field, pa.array([v] * data.num_rows, type=field.type))
+        with warnings.catch_warnings():
+            warnings.filterwarnings("ignore", "Delete operation did not match any records")  # an empty table
+            t.overwrite(data, snapshot_properties={COMMIT_TS: str(ts)})
+
     def truncate(self, info: TableInfo, ts: int) -> None:
         from pyiceberg.expressions import AlwaysTrue
 

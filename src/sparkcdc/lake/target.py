@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Protocol
+from typing import Any, Protocol
 
 from sparkcdc.lake.changes import NetChange
 from sparkcdc.lake.location import LakeLocation
@@ -21,6 +21,11 @@ class LakeTables(Protocol):
         ...
 
     def merge(self, info: TableInfo, change: NetChange, after_ts: int) -> int: ...
+
+    def fill(self, info: TableInfo, values: dict[str, Any], ts: int) -> None:
+        """Set ``values`` (column -> value) in every row, committed with ``ts`` unless the table holds it already
+        (ADD COLUMN with a default: the upstream filled the existing rows)."""
+        ...
 
     def truncate(self, info: TableInfo, ts: int) -> None: ...
 

@@ -95,3 +95,43 @@ def to_arrow(info: TableInfo, rows: Sequence[Sequence[Any]], extra: dict[str, pa
     for name, array in (extra or {}).items():
         table = table.append_column(name, array)
     return table
+
+
+_IMPLICIT_ZERO = frozenset({"tinyint", "smallint", "mediumint", "int", "bigint", "year", "decimal", "float", "double"})
+
+
+def added_value(c: ColumnInfo) -> Any:
+    """The value MySQL gives existing rows for a column added with ``ADD COLUMN``: its constant default, else NULL
+    when nullable, else the type's implicit default (0, '', the first ENUM element), converted as the rows are.
+    Raises ValueError when that value cannot be known exactly here (an expression default such as
+    CURRENT_TIMESTAMP is evaluated by the upstream at ALTER time; temporal, BIT and binary defaults are not
+    converted yet)."""
+    text = c.default.decode("utf-8", "replace") if isinstance(c.default, bytes) else c.default
+    if text is None:
+        if c.nullable:
+            return None
+        if c.type in _IMPLICIT_ZERO:
+            text = "0"
+        elif c.type in TEXT_TYPES or c.type == "set":
+            text = ""
+        elif c.type == "enum" and c.elements:
+            text = c.elements[0]
+        else:
+            raise ValueError(f"column {c.name!r}: NOT NULL {c.type} without a default (MySQL's implicit value)")
+    if text.startswith("(") or text.upper().startswith("CURRENT_TIMESTAMP") or "(" in text:
+        raise ValueError(f"column {c.name!r}: default {text} is computed by the upstream")
+    if c.type in TEMPORAL_TYPES - {"year"} or c.type in BLOB_TYPES or c.type in ("bit", "geometry", "json"):
+        raise ValueError(f"column {c.name!r}: a {c.type} default is not converted by lake sinks yet")
+    value: Any = text
+    if c.type in _IMPLICIT_ZERO - {"decimal", "float", "double"}:
+        value = int(Decimal(text))
+    elif c.type == "decimal":
+        value = Decimal(text).quantize(Decimal(1).scaleb(-max(c.flen_decimal, 0)))
+    elif c.type in ("float", "double"):
+        value = float(text)
+    typ = arrow_type(c)
+    if pa.types.is_decimal(typ) and not isinstance(value, Decimal):
+        value = Decimal(value)
+    if pa.types.is_string(typ) and not isinstance(value, str):
+        value = _text(value)
+    return pa.array([value], type=typ).to_pylist()[0]  # raises ArrowInvalid rather than truncate

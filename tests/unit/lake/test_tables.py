@@ -4,6 +4,7 @@ schema evolution, TRUNCATE/DROP, DDL refusals and time travel."""
 from __future__ import annotations
 
 import re
+from decimal import Decimal
 from pathlib import Path
 
 import pytest
@@ -71,6 +72,29 @@ def test_add_column_evolves_and_old_versions_keep_their_rows(uri: str) -> None:
     assert sorted(now, key=lambda r: r["id"]) == [{"id": 1, "v": "a", "n": None},
                                                   {"id": 2, "v": "b", "n": 2**64 - 1}]  # fmt: skip
     assert rows_of(uri, 10) == [(1, "a")]
+
+
+def test_add_column_with_a_default_fills_the_existing_rows(uri: str) -> None:
+    t = lake(uri)
+    apply(t, [ins(10, 1, "a"), ins(10, 2, "b")])
+    cols = (ColumnInfo("k", "int", nullable=False, default="7"), ColumnInfo("s", "varchar", default="it's"),
+            ColumnInfo("d", "decimal", length=5, decimal=2, nullable=False),
+            ColumnInfo("e", "enum", elements=("x", "y"), nullable=False))  # fmt: skip
+    after = table(*T.columns, *cols, version=2)
+    ddl = DDLEvent(15, DDLAction.ADD_COLUMNS, "ALTER TABLE t ADD k INT ...", "db", "t", after, T)
+    apply_ddl(t, ddl)
+    apply_ddl(t, ddl)  # replayed
+    assert rows_of(uri, 15) == [(1, "a", 7, "it's", Decimal("0.00"), "x"), (2, "b", 7, "it's", Decimal("0.00"), "x")]
+    assert rows_of(uri, 14) == [(1, "a"), (2, "b")]
+
+
+def test_add_column_with_a_computed_default_is_refused(uri: str) -> None:
+    t = lake(uri)
+    apply(t, [ins(10, 1, "a")])
+    after = table(*T.columns, ColumnInfo("at", "datetime", nullable=False, default="CURRENT_TIMESTAMP"), version=2)
+    query = "ALTER TABLE t ADD at DATETIME NOT NULL DEFAULT NOW()"
+    with pytest.raises(LakeDDLError, match=re.escape(f"DDL '{query}' on db.t at commit-ts 15: the value existing")):
+        apply_ddl(t, DDLEvent(15, DDLAction.ADD_COLUMN, query, "db", "t", after, T))
 
 
 def test_truncate_and_drop_empty_the_table(uri: str) -> None:
