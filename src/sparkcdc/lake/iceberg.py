@@ -10,6 +10,7 @@ back so a replayed batch is skipped, and :func:`snapshot_as_of` finds the snapsh
 
 from __future__ import annotations
 
+import functools
 import os
 import warnings
 from typing import Any
@@ -26,9 +27,11 @@ COMMIT_TS = "sparkcdc.commit-ts"
 CATALOG_FILE = "catalog.db"
 
 
+@functools.lru_cache(maxsize=8)
 def catalog(where: LakeLocation) -> Any:
-    """The SQL catalog of ``where`` (its tables are created on first use). Raises ConfigError when it cannot be
-    reached."""
+    """The SQL catalog of ``where`` (its tables are created on first use), one per process: building one creates
+    a SQLAlchemy engine and checks the catalog's tables, which would cost every batch a round of connections.
+    Raises ConfigError when it cannot be reached."""
     from pyiceberg.catalog.sql import SqlCatalog
 
     uri = where.catalog_uri or f"sqlite:///{os.path.join(where.root, CATALOG_FILE)}"
