@@ -8,6 +8,7 @@ import pytest
 
 from sparkcdc.errors import ConfigError
 from sparkcdc.lake.location import LakeLocation
+from sparkcdc.masking import mask_uri
 from sparkcdc.sink.base import check_sink, sink_config
 from sparkcdc.sink.lake.config import LakeSinkConfig
 
@@ -22,6 +23,7 @@ def test_iceberg_uri_with_a_catalog_keeps_its_password_out_of_repr() -> None:
     assert isinstance(cfg, LakeSinkConfig)
     assert cfg.where.catalog_uri == "mysql+pymysql://u:hunter2@h:3306/cat"
     assert "hunter2" not in repr(cfg) and "hunter2" not in str(cfg.where)
+    assert "hunter2" not in mask_uri("iceberg:///wh?catalog-uri=mysql%2Bpymysql%3A%2F%2Fu%3Ahunter2%40h%3A3306%2Fcat")
 
 
 @pytest.mark.parametrize(("uri", "message"), [
