@@ -16,7 +16,7 @@ import pyarrow as pa  # type: ignore[import-untyped]
 
 from sparkcdc.errors import ConfigError, StorageError
 from sparkcdc.lake.changes import NetChange
-from sparkcdc.lake.types import arrow_schema, to_arrow
+from sparkcdc.lake.types import arrow_schema, pad, to_arrow
 from sparkcdc.model import TableInfo
 
 COMMIT_TS = "sparkcdc.commit-ts"
@@ -72,8 +72,10 @@ class DeltaTables:
 
     def ensure(self, info: TableInfo, ts: int | None = None) -> Any:
         """The table for ``info``: created when missing, missing columns added (ADD COLUMN). Idempotent; each
-        change commits with ``ts`` (default: what the table already holds). Raises ConfigError for a definition
-        Delta cannot hold as it is."""
+        change commits with ``ts`` (default: what the table already holds). Columns the table has beyond
+        ``info`` stay: after a crash the run restarts from an older definition than the DDLs the table already
+        followed (a DDL that drops a column is refused by :mod:`~sparkcdc.lake.ddl`, not here). Raises
+        ConfigError for a definition Delta cannot hold as it is."""
         check_names(info)
         dt = self._open(info.schema, info.table)
         wanted = arrow_schema(info)
@@ -86,12 +88,6 @@ class DeltaTables:
                                         commit_properties=self._props(ts))  # fmt: skip
         have = {f.name.lower(): f for f in pa.schema(dt.schema().to_arrow())}
         missing = [f for f in wanted if f.name.lower() not in have]
-        gone = [n for n in have if n not in {f.name.lower() for f in wanted}]
-        if gone:
-            raise ConfigError(
-                f"delta table {self.uri(info.schema, info.table)} has column(s) {', '.join(gone)} that "
-                f"{info.qualified_name} no longer has: dropping a column is not supported by the delta sink yet"
-            )
         if missing:
             from deltalake.schema import Field
 
@@ -116,7 +112,7 @@ class DeltaTables:
                 image[pos] = v
             rows.append(tuple(image))
         ops = pa.array(["u"] * len(change.upserts) + ["d"] * len(change.deletes))
-        source = to_arrow(info, rows, {OP_COLUMN: ops})
+        source = pad(to_arrow(info, rows, {OP_COLUMN: ops}), pa.schema(dt.schema().to_arrow()))
         predicate = " AND ".join(f"t.{_quote(k)} = s.{_quote(k)}" for k in keys)
         (dt.merge(source, predicate, source_alias="s", target_alias="t", commit_properties=self._props(change.last_ts))
          .when_matched_delete(f"s.{OP_COLUMN} = 'd'")

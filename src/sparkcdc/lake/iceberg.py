@@ -20,7 +20,7 @@ import pyarrow as pa  # type: ignore[import-untyped]
 from sparkcdc.errors import ConfigError, StorageError
 from sparkcdc.lake.changes import Key, NetChange
 from sparkcdc.lake.location import LakeLocation
-from sparkcdc.lake.types import arrow_schema, to_arrow
+from sparkcdc.lake.types import arrow_schema, pad, to_arrow
 from sparkcdc.model import TableInfo
 
 COMMIT_TS = "sparkcdc.commit-ts"
@@ -90,18 +90,14 @@ class IcebergTables:
 
     def ensure(self, info: TableInfo, ts: int | None = None) -> Any:
         """Creates the table, or adds the columns it lacks (an Iceberg schema update: no snapshot, so ``ts`` is
-        not recorded: the next snapshot records the commit-ts that covers it)."""
+        not recorded: the next snapshot records the commit-ts that covers it). Columns beyond ``info`` stay, as
+        for Delta (:meth:`DeltaTables.ensure`)."""
         t = self._load(info.schema, info.table)
         wanted = arrow_schema(info)
         if t is None:
             self.catalog.create_namespace_if_not_exists(info.schema)
             return self.catalog.create_table_if_not_exists((info.schema, info.table), wanted)
         have = {f.name.lower() for f in t.schema().fields}
-        names = {f.name.lower() for f in wanted}
-        gone = sorted(have - names)
-        if gone:
-            raise ConfigError(f"iceberg table {info.qualified_name} has column(s) {', '.join(gone)} that the "
-                              "upstream table no longer has: dropping a column is not supported yet")  # fmt: skip
         missing = [f for f in wanted if f.name.lower() not in have]
         if missing:
             with t.update_schema() as update:
@@ -121,7 +117,8 @@ class IcebergTables:
             warnings.filterwarnings("ignore", "Delete operation did not match any records")
             if change.upserts:
                 tx.delete(_key_filter(keys, touched, info))
-                tx.append(to_arrow(info, list(change.upserts.values())), snapshot_properties=props)
+                tx.append(pad(to_arrow(info, list(change.upserts.values())), t.schema().as_arrow()),
+                          snapshot_properties=props)
             else:
                 tx.delete(_key_filter(keys, touched, info), snapshot_properties=props)
         return len(touched)

@@ -97,6 +97,16 @@ def to_arrow(info: TableInfo, rows: Sequence[Sequence[Any]], extra: dict[str, pa
     return table
 
 
+def pad(table: pa.Table, lake: pa.Schema) -> pa.Table:
+    """``table`` with a NULL column for each column the lake table has and ``table`` lacks: rows of an older
+    definition replayed after a crash into a table that already followed a later ADD COLUMN."""
+    have = {name.lower() for name in table.column_names}
+    for f in lake:
+        if f.name.lower() not in have:
+            table = table.append_column(pa.field(f.name, f.type), pa.nulls(table.num_rows, f.type))
+    return table
+
+
 _IMPLICIT_ZERO = frozenset({"tinyint", "smallint", "mediumint", "int", "bigint", "year", "decimal", "float", "double"})
 
 
