@@ -67,6 +67,7 @@ class IcebergTables:
         self.where = LakeLocation("iceberg", root, catalog_uri)
         self.app_id = app_id
         self._catalog: Any = None
+        self._loaded: dict[tuple[str, str], Any] = {}
 
     @property
     def catalog(self) -> Any:
@@ -74,18 +75,26 @@ class IcebergTables:
             self._catalog = catalog(self.where)
         return self._catalog
 
-    def _load(self, schema: str, table: str) -> Any:
+    def _load(self, schema: str, table: str, fresh: bool = False) -> Any:
+        """The table, loaded from the catalog once per batch (``fresh``: :meth:`applied_ts`, a batch's first call);
+        loading parses its whole metadata, which grows with its snapshots. pyiceberg updates the loaded table in
+        place when a transaction of ours commits."""
         from pyiceberg.exceptions import NoSuchTableError
 
+        key = (schema, table)
+        if not fresh and key in self._loaded:
+            return self._loaded[key]
         try:
-            return self.catalog.load_table((schema, table))
+            self._loaded[key] = self.catalog.load_table(key)
         except NoSuchTableError:
+            self._loaded.pop(key, None)
             return None
         except OSError as e:
             raise StorageError(f"iceberg table {schema}.{table} in {self.where}: {e}") from e
+        return self._loaded[key]
 
     def applied_ts(self, schema: str, table: str) -> int:
-        t = self._load(schema, table)
+        t = self._load(schema, table, fresh=True)
         return 0 if t is None else _applied(t)
 
     def ensure(self, info: TableInfo, ts: int | None = None) -> Any:
@@ -96,13 +105,15 @@ class IcebergTables:
         wanted = arrow_schema(info)
         if t is None:
             self.catalog.create_namespace_if_not_exists(info.schema)
-            return self.catalog.create_table_if_not_exists((info.schema, info.table), wanted)
+            t = self.catalog.create_table_if_not_exists((info.schema, info.table), wanted)
+            self._loaded[(info.schema, info.table)] = t
+            return t
         have = {f.name.lower() for f in t.schema().fields}
         missing = [f for f in wanted if f.name.lower() not in have]
         if missing:
             with t.update_schema() as update:
                 update.union_by_name(pa.schema(missing))
-            t = self._load(info.schema, info.table)
+            t = self._load(info.schema, info.table, fresh=True)
         return t
 
     def merge(self, info: TableInfo, change: NetChange, after_ts: int) -> int:
