@@ -130,6 +130,19 @@ def test_changefeeds_into_delta_and_iceberg_equal_upstream_now_and_as_of(
 KILLS = 3
 
 
+class Paced:
+    """Every ``every``-th step of the workload: a steady load the lake sinks keep up with on a shared 2-core
+    machine (an Iceberg commit takes about a second there), so the catch-up after the last kill stays bounded."""
+
+    def __init__(self, work: Workload, every: int) -> None:
+        self.work = work
+        self.every = every
+
+    def step(self, i: int) -> None:
+        if i % self.every == 0:
+            self.work.step(i // self.every)
+
+
 def test_kill_9_under_load_applies_every_transaction_once(
     fresh_db: FreshDatabase, mariadb: MariaDB, tmp_path: Path
 ) -> None:
@@ -149,7 +162,7 @@ def test_kill_9_under_load_applies_every_transaction_once(
         for fmt, uri in uris.items():
             created = server.cli("create", "--sink-uri", uri, "--changefeed-id", f"to-{fmt}", "--config", str(cfg))
             assert created.returncode == 0, created.stderr + created.stdout
-        bg = Background(work)
+        bg = Background(Paced(work, 10))
         bg.thread.start()
         try:
             for _ in range(KILLS):
@@ -169,7 +182,7 @@ def test_kill_9_under_load_applies_every_transaction_once(
         wait_checkpoint(server, feeds, now_tso(fresh_db))
     finally:
         server.stop()
-    assert bg.steps > 30
+    assert bg.steps > 300
     want = work.expected()
     cat = sqlite3.connect(tmp_path / "iceberg" / "catalog.db")
     locations = dict(cat.execute("SELECT table_name, metadata_location FROM iceberg_tables"))

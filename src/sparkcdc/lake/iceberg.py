@@ -104,7 +104,7 @@ class IcebergTables:
         t = self._load(info.schema, info.table)
         wanted = arrow_schema(info)
         if t is None:
-            self.catalog.create_namespace_if_not_exists(info.schema)
+            self._create_namespace(info.schema)
             t = self.catalog.create_table_if_not_exists((info.schema, info.table), wanted)
             self._loaded[(info.schema, info.table)] = t
             return t
@@ -115,6 +115,15 @@ class IcebergTables:
                 update.union_by_name(pa.schema(missing))
             t = self._load(info.schema, info.table, fresh=True)
         return t
+
+    def _create_namespace(self, name: str) -> None:
+        """Writer tasks of one batch create their tables' namespace at once: the SQL catalog checks, then inserts,
+        so the one that loses the race gets the database's unique-key error; the namespace exists then."""
+        try:
+            self.catalog.create_namespace_if_not_exists(name)
+        except Exception:
+            if (name,) not in self.catalog.list_namespaces():
+                raise
 
     def merge(self, info: TableInfo, change: NetChange, after_ts: int) -> int:
         if change.empty:

@@ -159,3 +159,21 @@ def test_read_as_of_errors(uri: str) -> None:
         read_as_of(uri, "t", 1)
     with pytest.raises(ConfigError, match=r"db\.nope"):
         read_as_of(uri, "db.nope", 1)
+
+
+def test_iceberg_writers_racing_to_create_a_namespace(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """The loser of the SQL catalog's check-then-insert gets a unique-key error; the namespace exists, so its
+    table is created all the same."""
+    from sqlalchemy.exc import IntegrityError
+
+    from sparkcdc.lake.iceberg import IcebergTables
+
+    winner, loser = IcebergTables(str(tmp_path), "cf"), IcebergTables(str(tmp_path), "cf")
+    winner.catalog.create_namespace("db")
+
+    def lost(name: str) -> None:
+        raise IntegrityError("INSERT INTO iceberg_namespace_properties", {}, Exception("UNIQUE constraint failed"))
+
+    monkeypatch.setattr(loser.catalog, "create_namespace_if_not_exists", lost)
+    loser.ensure(T)
+    assert loser.applied_ts("db", "t") == 0 and ("db", "t") in loser.catalog.list_tables("db")
