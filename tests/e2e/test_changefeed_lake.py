@@ -143,6 +143,7 @@ class Paced:
             self.work.step(i // self.every)
 
 
+@pytest.mark.slow
 def test_kill_9_under_load_applies_every_transaction_once(
     fresh_db: FreshDatabase, mariadb: MariaDB, tmp_path: Path
 ) -> None:
