@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -56,3 +57,13 @@ def test_check_reaches_the_iceberg_catalog(tmp_path: Path) -> None:
     with pytest.raises(ConfigError, match="the catalog fails") as e:
         check_sink(f"iceberg://{tmp_path}/wh?catalog-uri=mysql%2Bpymysql://u:hunter2@127.0.0.1:1/c")
     assert "hunter2" not in e.value.message and "\n" not in e.value.message
+
+
+def test_check_names_the_missing_library(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name: None if name == "deltalake" else real(name))
+    message = "delta:// needs the deltalake library: pip install 'sparkcdc[lake]'"
+    with pytest.raises(ConfigError, match=re.escape(message)):
+        check_sink(f"delta://{tmp_path}/lake")

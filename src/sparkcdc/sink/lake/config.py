@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import importlib.util
 import os
 from dataclasses import dataclass
 from typing import Final
@@ -46,6 +47,10 @@ class LakeSinkConfig:
 def check_writable(config: LakeSinkConfig) -> None:
     """At changefeed create: the root can be made and written, and an Iceberg catalog answers. Raises
     ConfigError saying what to fix."""
+    library = {"delta": "deltalake", "iceberg": "pyiceberg"}[config.where.fmt]
+    if importlib.util.find_spec(library) is None:
+        raise ConfigError(f"{config.where.fmt}:// needs the {library} library: pip install 'sparkcdc[lake]'",
+                          code=ERR_SINK_URI_INVALID)  # fmt: skip
     root = config.where.root
     try:
         os.makedirs(root, exist_ok=True)
