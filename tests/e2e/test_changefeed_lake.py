@@ -32,13 +32,18 @@ SETUP = [
     "CREATE TABLE b (id INT PRIMARY KEY, n BIGINT, bin VARBINARY(8))",
     "CREATE TABLE part (id INT PRIMARY KEY, s VARCHAR(10)) PARTITION BY HASH(id) PARTITIONS 3",
     "CREATE TABLE ck (k1 INT, k2 VARCHAR(8), v INT, PRIMARY KEY (k1, k2))",
+    "CREATE TABLE ty2 (id MEDIUMINT UNSIGNED PRIMARY KEY, big DECIMAL(65,30), f FLOAT, dt DATE, tm TIME(3), y YEAR, "
+    "sb BIGINT, ti TINYINT, bl BLOB, u INT UNSIGNED, lt LONGTEXT)",
 ]
 PHASES = [
     [*TYPE_ROWS,
      "INSERT INTO a VALUES (1, 'one', 1.50, '2024-01-01 00:00:00.001'), (2, 'two', NULL, NULL), (3, 'x', 3.25, NULL)",
      "INSERT INTO b VALUES (10, 100, 0x00ff), (11, 110, NULL), (12, 120, '')",
      "INSERT INTO part VALUES (1, 'p1'), (2, 'p2'), (3, 'p3'), (4, 'p4'), (5, 'p5')",
-     "INSERT INTO ck VALUES (1, 'a', 1), (1, 'b', 2), (2, 'a', 3)"],
+     "INSERT INTO ck VALUES (1, 'a', 1), (1, 'b', 2), (2, 'a', 3)",
+     "INSERT INTO ty2 VALUES (16777215, 12345678901234567890123456789012345.123456789012345678901234567891, 1.5, "
+     "'2024-02-29', '-838:59:59.500', 2155, -9223372036854775808, -128, 0x00ff, 4294967295, 'long'), "
+     "(0, 0, -0.25, '0000-00-00', '00:00:00', 0, 9223372036854775807, 127, '', 0, '')"],
     ["BEGIN", "UPDATE a SET v = 'uno' WHERE id = 1", "UPDATE b SET id = 13 WHERE id = 12",
      "DELETE FROM part WHERE id = 2", "UPDATE ck SET k2 = 'c' WHERE k1 = 1 AND k2 = 'b'", "COMMIT",
      "UPDATE part SET id = 20 WHERE id = 3", "INSERT INTO part VALUES (3, 'again')", "DELETE FROM a WHERE id = 3"],
@@ -52,20 +57,22 @@ PHASES = [
     [s.replace("INSERT INTO a VALUES (6, 'six', NULL, 1)", "INSERT INTO a VALUES (6, 'six', NULL, NULL, 1)")
      for s in MORE],
 ]  # fmt: skip
-TABLES = ("ty", "a", "b", "part", "ck", "c")
+TABLES = ("ty", "ty2", "a", "b", "part", "ck", "c")
 _TEMPORAL = ("date", "datetime", "timestamp", "time")
 
 
 def upstream(db: FreshDatabase) -> dict[str, list[dict[str, Any]]]:
-    """Every table as the lake holds it: temporal values as MySQL prints them, BIT as its number."""
+    """Every table as the lake holds it: temporal values and DECIMAL(M > 38) as MySQL prints them, BIT as its
+    number."""
     out: dict[str, list[dict[str, Any]]] = {}
     for (table,) in db.query("SELECT table_name FROM information_schema.tables WHERE table_schema = %s",
                              (db.name,)):  # fmt: skip
-        cols = db.query("SELECT column_name, data_type FROM information_schema.columns WHERE table_schema = %s "
-                        "AND table_name = %s ORDER BY ordinal_position", (db.name, table))  # fmt: skip
-        select = ", ".join(f"CAST(`{c}` AS CHAR) AS `{c}`" if t in _TEMPORAL
+        cols = db.query("SELECT column_name, data_type, numeric_precision > 38 FROM information_schema.columns "
+                        "WHERE table_schema = %s AND table_name = %s ORDER BY ordinal_position",
+                        (db.name, table))  # fmt: skip
+        select = ", ".join(f"CAST(`{c}` AS CHAR) AS `{c}`" if t in _TEMPORAL or (t == "decimal" and wide)
                            else f"CAST(`{c}` AS UNSIGNED) AS `{c}`" if t == "bit"
-                           else f"`{c}`" for c, t in cols)  # fmt: skip
+                           else f"`{c}`" for c, t, wide in cols)  # fmt: skip
         with db.conn.cursor(pymysql.cursors.DictCursor) as cur:
             cur.execute(f"SELECT {select} FROM `{table}`")
             out[table] = canonical(list(cur.fetchall()))
