@@ -30,6 +30,7 @@ class LakeDDLError(SparkcdcError):
     """A DDL the lake table cannot follow: the changefeed fails (a retry would meet it again)."""
 
     default_code = ERR_LAKE_DDL
+    default_retryable = False
 
 
 def apply_ddl(tables: LakeTables, ddl: DDLEvent) -> None:
