@@ -65,3 +65,22 @@ if [ ! -f "$KAFKA_HOME/libs/kafka_2.13-$KAFKA_VERSION.jar" ]; then
       -DoutputDirectory="$KAFKA_HOME/libs.tmp"
   rm -rf "$KAFKA_HOME/libs" && mv "$KAFKA_HOME/libs.tmp" "$KAFKA_HOME/libs"
 fi
+
+# A Confluent-compatible schema registry for the avro protocol's tests (AxonOps Schema Registry, Go, Apache-2.0):
+# built once from the Go module proxy into the cache that sparkcdc.devtools.schema_registry reads (none can be
+# had from Maven Central). Built from the module's own go.mod and go.sum, to a temporary name first.
+REGISTRY_VERSION=v0.2.1
+REGISTRY_BIN="${SPARKCDC_CACHE:-$HOME/.cache/sparkcdc}/schema-registry-$REGISTRY_VERSION/axonops-schema-registry"
+if [ ! -x "$REGISTRY_BIN" ]; then
+  echo "setup: building axonops-schema-registry $REGISTRY_VERSION from the Go module proxy into $(dirname "$REGISTRY_BIN")"
+  [ -x /usr/local/go/bin/go ] && export PATH="$PATH:/usr/local/go/bin"
+  if ! command -v go >/dev/null 2>&1; then
+    echo "setup: go not found; install Go 1.26 or newer (https://go.dev/dl), then run this again" >&2
+    exit 1
+  fi
+  REGISTRY_SRC="$(cd / && go mod download -json "github.com/axonops/axonops-schema-registry@$REGISTRY_VERSION" \
+                  | "$VENV/bin/python" -c 'import json, sys; print(json.load(sys.stdin)["Dir"])')"
+  mkdir -p "$(dirname "$REGISTRY_BIN")"
+  (cd "$REGISTRY_SRC" && go build -trimpath -o "$REGISTRY_BIN.tmp" ./cmd/schema-registry)
+  mv "$REGISTRY_BIN.tmp" "$REGISTRY_BIN"
+fi

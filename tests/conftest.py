@@ -6,6 +6,7 @@ pytest_plugins = [
     "tests.fixtures.object_stores",
     "tests.fixtures.kafka",
     "tests.fixtures.apache_kafka",
+    "tests.fixtures.schema_registry",
     "tests.fixtures.etcd",
     "tests.fixtures.tls",
     "tests.fixtures.cdc_server",
