@@ -1,7 +1,7 @@
 """Kafka sink benchmark: private MariaDB -> puller -> Spark query -> Kafka sink on a private broker (tansu).
 
     .venv/bin/python benchmarks/kafka_sink.py [--rows 500000] [--tables 4] [--txn-rows 1000] [--master 'local[2]']
-                                              [--rounds 2] [--protocols canal-json,simple] [--producer-runs 3]
+                                              [--rounds 2] [--protocols canal-json,simple,avro] [--producer-runs 3]
 
 Reports, in one run (generated input, same machine, same workload for each configuration, one Spark session):
 
@@ -9,13 +9,15 @@ Reports, in one run (generated input, same machine, same workload for each confi
   ``--tables`` tables (INSERT ... SELECT transactions of ``--txn-rows``) committed and captured while the
   changefeed is stopped, then the query restarted and timed until its checkpoint (``progress.json``: a Kafka
   changefeed has no metadata file) covers the last commit. Every protocol of ``--protocols`` writes a topic of its
-  own with 3 partitions (``canal-json`` with ``enable-tidb-extension``, so watermarks are sent too);
+  own with 3 partitions (``canal-json`` with ``enable-tidb-extension``, so watermarks are sent too; ``avro`` is
+  TiCDC's ``protocol=avro`` with a private schema registry, ``sparkcdc.devtools.schema_registry``, whose
+  compatibility rule is NONE: every table's value schema is registered under the one topic's subject);
 * against a plain confluent-kafka ``Producer`` (idempotent, ``acks=all``, one flush at the end) sending exactly
-  the messages that changefeed produced (read back from its topics: rows, watermarks) to a fresh topic with the
-  same partitions from this process. That is the floor of the broker and client the sink cannot beat; the sink
-  adds reading the relay, decoding, encoding and Spark's batches, in a pipeline over the same cores. The producer
-  runs ``--producer-runs`` times (a fresh topic each) and its median counts. Target: the changefeed at >= 0.5x the
-  producer;
+  the messages that changefeed produced (read back from its topics with their keys: rows, watermarks) to a fresh
+  topic with the same partitions from this process. That is the floor of the broker and client the sink cannot
+  beat; the sink adds reading the relay, decoding, encoding (for avro, registering its schemas) and Spark's
+  batches, in a pipeline over the same cores. The producer runs ``--producer-runs`` times (a fresh topic each)
+  and its median counts. Target: the changefeed at >= 0.5x the producer;
 * against the storage sink (``file://...?protocol=canal-json``, the configuration of ``benchmarks/changefeed.py``)
   on the same workload: the same pipeline writing files. Target: the Kafka sink at >= 1.0x the storage sink.
 
@@ -44,6 +46,7 @@ from typing import Any
 
 from changefeed import Bench, progress_checkpoint
 from sparkcdc.devtools.kafka import KafkaBroker
+from sparkcdc.devtools.schema_registry import SchemaRegistry
 from sparkcdc.pipeline.query import build_session
 from sparkcdc.pipeline.spec import FeedSpec
 from sparkcdc.sink.kafka.committer import TOPICS_FILE
@@ -52,15 +55,16 @@ from sparkcdc.sink.kafka.encoder import route_of
 PARTITIONS = 3
 # librdkafka logs every connection it closes at INFO; the benchmark's output is its figures.
 _QUIET = {"log_level": 3}
-Partitions = dict[int, list[bytes]]
+Partitions = dict[int, list[tuple[bytes | None, bytes]]]  # (key, value) of each message
 
 
 class KafkaFeed:
     """One Kafka changefeed's sink URI and its checkpoint reader (``progress.json`` of the spec it is given)."""
 
-    def __init__(self, bootstrap: str, topic: str, protocol: str) -> None:
+    def __init__(self, bootstrap: str, topic: str, protocol: str, registry: str = "") -> None:
         self.topic = topic
         extension = "&enable-tidb-extension=true" if protocol == "canal-json" else ""
+        extension += f"&schema-registry={registry}" if protocol == "avro" else ""
         self.uri = f"kafka://{bootstrap}/{topic}?protocol={protocol}{extension}&partition-num={PARTITIONS}"
         self.spec: FeedSpec | None = None
 
@@ -77,10 +81,10 @@ class KafkaFeed:
 
 
 def read_topic(bootstrap: str, topic: str) -> Partitions:
-    """Every message value of ``topic`` by partition, in offset order."""
+    """Every message (key, value) of ``topic`` by partition, in offset order."""
     from sparkcdc.devtools.kafka import read_topic as read_messages
 
-    return {p: [m.value for m in ms] for p, ms in read_messages(bootstrap, topic, timeout=300.0).items()}
+    return {p: [(m.key, m.value) for m in ms] for p, ms in read_messages(bootstrap, topic, timeout=300.0).items()}
 
 
 def create_topic(admin: Any, topic: str, partitions: int) -> None:
@@ -103,10 +107,10 @@ def produce(bootstrap: str, topic: str, messages: Partitions) -> float:
     producer.list_topics(topic, timeout=10)  # connected, metadata known: time the sending only
     t0 = time.perf_counter()
     for partition, values in messages.items():
-        for value in values:
+        for key, value in values:
             while True:
                 try:
-                    producer.produce(topic, value, partition=partition)
+                    producer.produce(topic, value, key, partition=partition)
                     break
                 except BufferError:  # the client's queue is full: serve deliveries
                     producer.poll(0.05)
@@ -124,9 +128,10 @@ def writer_tasks(topic: str, partitions: int, writers: int) -> int:
     return len({route_of(topic, p) % writers for p in range(partitions)})
 
 
-def run_kafka(bench: Bench, spark: Any, broker: KafkaBroker, protocol: str, name: str) -> dict[str, Any]:
+def run_kafka(bench: Bench, spark: Any, broker: KafkaBroker, protocol: str, name: str,
+              registry: str) -> dict[str, Any]:  # fmt: skip
     """Catch-up rows/s of a Kafka changefeed with ``protocol``, then the producer baseline on its messages."""
-    feed = KafkaFeed(broker.bootstrap, f"bench-{name}", protocol)
+    feed = KafkaFeed(broker.bootstrap, f"bench-{name}", protocol, registry)
     rate = bench.catch_up(spark, name, feed.uri, feed.checkpoint)
     assert feed.spec is not None
     writers = min(feed.spec.sink_config().worker_count, spark.sparkContext.defaultParallelism)
@@ -135,7 +140,7 @@ def run_kafka(bench: Bench, spark: Any, broker: KafkaBroker, protocol: str, name
         raise RuntimeError(f"expected one topic, the changefeed wrote {topics}")
     messages = read_topic(broker.bootstrap, topics[0])
     count = sum(len(v) for v in messages.values())
-    size = sum(len(m) for v in messages.values() for m in v)
+    size = sum(len(k or b"") + len(m) for v in messages.values() for k, m in v)
     if count < bench.args.rows:
         raise RuntimeError(f"topic {topics[0]}: {count} messages for {bench.args.rows} rows")
     from confluent_kafka.admin import AdminClient
@@ -163,7 +168,7 @@ def main() -> int:
     ap.add_argument("--txn-rows", type=int, default=1000)
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--rounds", type=int, default=2)
-    ap.add_argument("--protocols", default="canal-json,simple", help="comma-separated Kafka sink protocols")
+    ap.add_argument("--protocols", default="canal-json,simple,avro", help="comma-separated Kafka sink protocols")
     ap.add_argument("--producer-runs", type=int, default=3, help="producer baseline runs per Kafka run (median)")
     args = ap.parse_args()
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
@@ -174,6 +179,11 @@ def main() -> int:
     with tempfile.TemporaryDirectory(prefix="sparkcdc-bench-") as tmp:
         bench = Bench(Path(tmp), args)
         broker = KafkaBroker(Path(tmp) / "kafka").start()
+        registry = SchemaRegistry(Path(tmp) / "registry").start() if "avro" in protocols else None
+        if registry is not None:  # the tables share a topic, so its value subject holds every table's schema
+            import httpx
+
+            httpx.put(f"{registry.url}/config", json={"compatibility": "NONE"}, timeout=10).raise_for_status()
         spark = build_session(args.master, "sparkcdc-bench")
         try:
             for r in range(args.rounds):
@@ -182,7 +192,7 @@ def main() -> int:
                     if c == "storage":
                         results[c].append({"rate": bench.catch_up(spark, name)})
                     else:
-                        results[c].append(run_kafka(bench, spark, broker, c, name))
+                        results[c].append(run_kafka(bench, spark, broker, c, name, registry.url if registry else ""))
                     got = results[c][-1]
                     extra = (f"; {got['messages']:,} messages ({got['bytes'] / 2**20:,.0f} MiB, per partition "
                              f"{got['per_partition']}, sent from {got['writers']} writer tasks); producer alone "
@@ -191,6 +201,8 @@ def main() -> int:
         finally:
             spark.stop()
             broker.stop()
+            if registry is not None:
+                registry.stop()
             bench.close()
     storage = results["storage"]
     print(f"{args.rows} rows, {args.tables} tables, {args.txn_rows} rows/txn, {args.master}, catch-up mode, "
