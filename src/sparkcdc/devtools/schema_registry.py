@@ -13,7 +13,7 @@ MySQL/MariaDB database (``MySQLStorage``) so that a restart keeps every subject 
     python -m sparkcdc.devtools.schema_registry status --dir /tmp/r
     python -m sparkcdc.devtools.schema_registry stop --dir /tmp/r
 
-It answers 30 ms after it is spawned, in about 20 MB of memory (§10.3).
+It answers 30 ms after it is spawned, in about 20 MB of memory (``../shared/ENVIRONMENT.md`` §10.4).
 """
 
 from __future__ import annotations
