@@ -78,6 +78,7 @@ if [ ! -x "$REGISTRY_BIN" ]; then
     echo "setup: go not found; install Go 1.26 or newer (https://go.dev/dl), then run this again" >&2
     exit 1
   fi
+  export GOPROXY="${GOPROXY:-https://proxy.golang.org}"  # the module proxy only (Go's default falls back to git)
   REGISTRY_SRC="$(cd / && go mod download -json "github.com/axonops/axonops-schema-registry@$REGISTRY_VERSION" \
                   | "$VENV/bin/python" -c 'import json, sys; print(json.load(sys.stdin)["Dir"])')"
   mkdir -p "$(dirname "$REGISTRY_BIN")"
