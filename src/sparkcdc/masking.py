@@ -37,6 +37,9 @@ _NOT_SECRET = frozenset(
 
 _RAW_PARAM = re.compile(r"([?&])([^=&#]+)=([^&#]*)")
 _RAW_USERINFO = re.compile(r"(://[^/@:?#]*):[^/@?#]*@")
+# a password with an unencoded '/', '?' or '#' (a URI given as a parameter comes URL-decoded) ends the netloc early:
+# ``http://u:pa/ss@h`` parses as host ``u``, port ``pa``; the userinfo is everything up to the first '@'
+_LOOSE_USERINFO = re.compile(r"^([A-Za-z][A-Za-z0-9+.-]*://[^/@:?#]*):[^@]*@")
 
 
 def is_secret_param(key: str) -> bool:
@@ -59,6 +62,8 @@ def mask_uri(uri: str) -> str:
     malformed to parse is masked by pattern, so an error message can still show what the user gave."""
     try:
         parts = urlsplit(uri)
+        if "@" not in parts.netloc and _LOOSE_USERINFO.match(uri):
+            return mask_uri(_LOOSE_USERINFO.sub(r"\1:" + MASK + "@", uri, count=1))
         netloc = parts.netloc
         if "@" in netloc:
             userinfo, host = netloc.rsplit("@", 1)

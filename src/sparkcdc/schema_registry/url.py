@@ -36,8 +36,10 @@ class RegistryURL:
         try:
             parts = urlsplit(url)
             port = parts.port
-        except ValueError as e:
-            raise ConfigError(f"{where} {shown!r} is not a valid URL ({e}); {_EXAMPLE}", code=ERR_REGISTRY) from None
+        except ValueError:  # its text may quote part of the password: not shown
+            raise ConfigError(f"{where} {shown!r} is not a valid URL: its host or port cannot be read (a '/', '?', "
+                              f"'#' or '@' in the user or password must be URL-encoded); {_EXAMPLE}",
+                              code=ERR_REGISTRY) from None  # fmt: skip
         if parts.scheme.lower() not in ("http", "https"):
             raise ConfigError(f"{where} {shown!r} must start with http:// or https://; {_EXAMPLE}", code=ERR_REGISTRY)
         if not parts.hostname:

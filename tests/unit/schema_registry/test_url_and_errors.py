@@ -32,6 +32,7 @@ def test_credentials_are_decoded_for_the_client_and_masked_when_shown() -> None:
         ("http://h:0", "port 0"),
         ("http://h:70000", "not a valid URL"),
         ("http://:hunter2@h:1", "user:password@"),
+        ("http://u:hunter2/x@h:1", "must be URL-encoded"),  # the port would be 'hunter2'
     ],
 )
 def test_bad_urls_are_one_line_without_the_password(url: str, fragment: str) -> None:

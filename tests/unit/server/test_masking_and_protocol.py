@@ -23,6 +23,11 @@ from sparkcdc.masking import mask_config, mask_uri, unmask_config
         ("mysql://root:pw@127.0.0.1:3306/", "mysql://root:xxxxx@127.0.0.1:3306/"),
         ("kafka://h:9092/t?sasl-password=p", "kafka://h:9092/t?sasl-password=xxxxx"),
         ("http://[::1?token=T", "http://[::1?token=xxxxx"),  # too malformed to parse: masked by pattern
+        # a password with an unencoded '/', '?' or '#' (a URI parameter's value comes decoded) cuts the netloc short
+        ("http://u:s3cr/et@h:8081", "http://u:xxxxx@h:8081"),
+        ("http://u:123/45@h", "http://u:xxxxx@h"),
+        ("tcp://u:p?w#d@h/x?token=T", "tcp://u:xxxxx@h/x?token=xxxxx"),
+        ("file:///tmp/a:b@c", "file:///tmp/a:b@c"),  # no authority: nothing to mask
     ],
 )
 def test_mask(uri: str, expected: str) -> None:
