@@ -1,5 +1,5 @@
-"""``cdc kafka-consumer``'s source: a TiCDC Kafka topic (canal-json, simple JSON or Avro) read as steps for a consumer
-target, in order and effectively once.
+"""``cdc kafka-consumer``'s source: a TiCDC Kafka topic (canal-json, simple JSON or Avro, or TiCDC's avro through a
+schema registry: ``kafka_avro``) read as steps for a consumer target, in order and effectively once.
 
 One Kafka consumer owns every partition of the topic (global ordering needs all of them, so partitions are
 assigned, not balanced over a group); each partition has its own decoder (the simple decoder keeps its schema
@@ -25,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sparkcdc.codec.base import Message
+from sparkcdc.consumer.kafka_avro import avro_decoder, check_applicable, with_registry
 from sparkcdc.consumer.kafka_client import Connection, connect, rewind
 from sparkcdc.consumer.kafka_order import ArrivalOrder, Order, PartitionOrder
 from sparkcdc.consumer.kafka_order import Step as OrderStep
@@ -52,13 +53,14 @@ class KafkaConsumerConfig:
     batch_rows: int = 20000
 
     @classmethod
-    def from_uri(cls, uri: str, toml: Mapping[str, Any], group_id: str, **kw: Any) -> KafkaConsumerConfig:
-        """Raises ConfigError: a malformed URI, an empty group. A plain ``protocol=canal-json`` is accepted, as
-        TiCDC's consumer accepts it (see :attr:`ordered`)."""
+    def from_uri(cls, uri: str, toml: Mapping[str, Any], group_id: str, *, schema_registry: str = "",
+                 **kw: Any) -> KafkaConsumerConfig:  # fmt: skip
+        """``schema_registry``: ``--schema-registry-uri`` (``consumer.kafka_avro``). Raises ConfigError: a malformed
+        URI or registry URL, an avro topic that cannot be applied in order, an empty group. A plain
+        ``protocol=canal-json`` is accepted, as TiCDC's consumer accepts it (see :attr:`ordered`)."""
+        toml = with_registry(uri, toml, schema_registry, "--schema-registry-uri")
         source = KafkaSinkConfig.from_uri(uri, toml)
-        if source.protocol == "avro":
-            raise ConfigError("cdc kafka-consumer does not read protocol=avro yet; use canal-json or simple",
-                              code="CDC:ErrSinkUnknownProtocol")  # fmt: skip
+        check_applicable(source, "cdc kafka-consumer")
         if not group_id:
             raise ConfigError("--consumer-group-id must not be empty")
         return cls(source, group_id, **kw)
@@ -73,6 +75,8 @@ class KafkaConsumerConfig:
         """A fresh decoder for one partition, reading claim-check files from the configured storage;
         ``mid_stream``: a simple decoder drops rows it can never decode (see the module docstring)."""
         options = self.source.codec_options()
+        if self.source.protocol == "avro":
+            return avro_decoder(self.source)
         reader = claim_check_reader(self.source.claim_check_storage_uri)
         if self.source.protocol == "canal-json":
             from sparkcdc.codec.canal_json.config import CanalJsonConfig
@@ -245,6 +249,8 @@ class KafkaSource:
                     "messages cannot be applied: set large-message-handle-option = \"claim-check\" on the changefeed"
                 )
             raise CorruptDataError(f"{where}: {text}; nothing after it was applied") from None
+        except SparkcdcError:  # the avro decoder's registry: not answering (retried), or refusing
+            raise
         except Exception as e:  # a foreign or truncated message the decoder did not anticipate
             raise CorruptDataError(f"{where}: not a TiCDC {self.config.source.protocol} message: {e}") from None
 
