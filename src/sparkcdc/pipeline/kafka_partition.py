@@ -93,6 +93,16 @@ def marker_reader(protocol: str, decoder: Any) -> Callable[[bytes], Marker]:
 
         return canal
 
+    if protocol == "avro":  # its watermark is a keyless value of byte 2 and the ts; schemas live in the registry
+        from sparkcdc.codec.avro import message as wire
+
+        def avro_marker(value: bytes) -> Marker:
+            if value[:1] != bytes([wire.CHECKPOINT_BYTE]):
+                return Marker()
+            return Marker(watermark=wire.read_ts(value, "the watermark"))
+
+        return avro_marker
+
     from sparkcdc.codec.simple.message import BOOTSTRAP, DDL_TYPES, WATERMARK
 
     avro = decoder.config.encoding_format == "avro"
@@ -154,10 +164,11 @@ class PartitionRows:
     def where(self, offset: int) -> str:
         return f"topic {self.topic} partition {self.partition} offset {offset}"
 
-    def feed(self, offset: int, value: bytes) -> list[tuple[int, RowChange]]:
-        """The rows the message at ``offset`` makes emittable. Raises CorruptDataError naming the offset."""
+    def feed(self, offset: int, value: bytes, key: bytes | None = None) -> list[tuple[int, RowChange]]:
+        """The rows the message at ``offset`` makes emittable (``key``: avro's). Raises CorruptDataError naming the
+        offset."""
         before = self._pending()
-        events = self._decode(offset, value)
+        events = self._decode(offset, value, key=key)
         if self._pending() > before:  # the decoder held this row: its schema is not known yet
             events = self._search(offset, value)
         return self._rows(offset, events)
@@ -189,9 +200,9 @@ class PartitionRows:
     def _pending(self) -> int:
         return int(getattr(self._decoder, "pending", 0))
 
-    def _decode(self, offset: int, value: bytes, *, note: str = "") -> list[Any]:
+    def _decode(self, offset: int, value: bytes, *, note: str = "", key: bytes | None = None) -> list[Any]:
         try:
-            return list(self._decoder.decode(Message(None, value)))
+            return list(self._decoder.decode(Message(key, value)))
         except DecodeError as e:
             text = e.message
             if "handle-key-only" in text:

@@ -8,7 +8,8 @@ Register once per SparkSession, then read with one line::
     q = spark.readStream.format("ticdc-kafka").load("kafka://…/cdc?protocol=canal-json&enable-tidb-extension=true")
 
 The path is the changefeed's Kafka sink URI (``kafka://host1:9092,host2:9092/topic?protocol=…``, TiCDC's
-parameters, SASL/TLS included); the messages are canal-json, simple JSON or simple Avro (``encoding-format=avro``).
+parameters, SASL/TLS included); the messages are canal-json, simple JSON or simple Avro (``encoding-format=avro``), or
+TiCDC's avro (``protocol=avro``) read through the changefeed's schema registry.
 canal-json carries commit-ts only with ``enable-tidb-extension=true``; without it rows come with ``commit_ts`` 0. The
 path must say what the changefeed set: a message with ``_tidb`` read without the extension, or one without read
 with it, fails the read naming topic, partition and offset. Spark's own Kafka source is not used: its connector
@@ -17,7 +18,10 @@ jar is not part of PySpark. Options:
 ==============================  ================================================================================
 ``protocol``                    ``canal-json`` or ``simple`` (or ``?protocol=`` in the path)
 ``encoding-format``             simple: ``json`` (default) or ``avro`` (or in the path)
-``enable-tidb-extension``       canal-json: what the changefeed sets (or in the path; default ``false``)
+``enable-tidb-extension``       canal-json, avro: what the changefeed sets (or in the path; default ``false``)
+``schema-registry``             avro: the changefeed's registry, ``http(s)://[user:password@]host:port`` (or in
+                                the path); ``avro-enable-watermark`` and the two ``avro-*-handling-mode``
+                                options: what the changefeed sets (or in the path)
 ``claim-check-storage-uri``     the changefeed's ``claim-check-storage-uri``: rows of large messages are read
                                 from their claim-check files there (``claim-check-raw-value`` too)
 ``startingOffsets``             ``earliest`` (default), ``latest``, or JSON ``{"0": 12, "1": -2}`` (-2 earliest,
@@ -57,6 +61,7 @@ import logging
 from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Final
+from urllib.parse import quote
 
 import orjson
 from pyspark.sql.datasource import DataSource, DataSourceReader, DataSourceStreamReader, InputPartition
@@ -72,7 +77,10 @@ log = logging.getLogger(__name__)
 NAME: Final = "ticdc-kafka"
 EARLIEST: Final = -2
 LATEST: Final = -1
-_URI_OPTIONS: Final = ("protocol", "encoding-format", "enable-tidb-extension")
+_URI_OPTIONS: Final = (
+    "protocol", "encoding-format", "enable-tidb-extension", "schema-registry", "avro-enable-watermark",
+    "avro-decimal-handling-mode", "avro-bigint-unsigned-handling-mode",
+)  # fmt: skip
 _OPTIONS: Final = frozenset({"path", *_URI_OPTIONS, "claim-check-storage-uri", "claim-check-raw-value",
                              "startingoffsets", "up-to-watermark", "skip-undecodable"})  # fmt: skip
 _CLIENT_ID: Final = "sparkcdc_ticdc_kafka"
@@ -122,17 +130,21 @@ class KafkaSourceConfig:
             if given is not None and given.lower() != opts[key].lower():
                 raise ConfigError(f"option {key}={opts[key]!r} contradicts {key}={given!r} in the path {uri}")
             if given is None:
-                path += ("&" if "?" in path else "?") + f"{key}={opts[key]}"
+                path += ("&" if "?" in path else "?") + f"{key}={quote(opts[key], safe='')}"
         large: dict[str, Any] = {}
         if "claim-check-storage-uri" in opts:
             large["claim-check-storage-uri"] = opts["claim-check-storage-uri"]
         if "claim-check-raw-value" in opts:
             large["claim-check-raw-value"] = flag(opts, "claim-check-raw-value")
         sink = KafkaSinkConfig.from_uri(path, {"sink": {"kafka-config": {"large-message-handle": large}}})
-        if sink.protocol == "avro":
-            raise ConfigError(f'format("{NAME}") does not read protocol=avro yet; use canal-json or simple',
-                              code="CDC:ErrSinkUnknownProtocol")  # fmt: skip
         up_to_watermark = flag(opts, "up-to-watermark")
+        if up_to_watermark and sink.protocol == "avro" and not sink.avro_enable_watermark:
+            raise ConfigError(
+                "option up-to-watermark needs watermarks, and avro has them only with enable-tidb-extension=true and "
+                "avro-enable-watermark=true: set both in the path if the changefeed sets them, else leave "
+                "up-to-watermark out",
+                code="CDC:ErrKafkaInvalidConfig",
+            )
         if up_to_watermark and sink.protocol == "canal-json" and not sink.enable_tidb_extension:
             raise ConfigError(
                 "option up-to-watermark needs watermarks, and canal-json has them only with the TiDB extension: set "
@@ -163,6 +175,10 @@ class KafkaSourceConfig:
         """A fresh decoder for one partition; it reads claim-check files from ``claim-check-storage-uri``."""
         from sparkcdc.storage.claim_check import claim_check_reader
 
+        if self.protocol == "avro":
+            from sparkcdc.consumer.kafka_avro import avro_decoder
+
+            return avro_decoder(self.sink)
         options = self.sink.codec_options()
         reader = claim_check_reader(self.sink.claim_check_storage_uri)
         if self.protocol == "canal-json":
@@ -276,8 +292,8 @@ def _read(cfg: KafkaSourceConfig, part: InputPartition) -> Iterator[tuple[Any, .
         rows = PartitionRows(cfg.decoder(), topic=topic, partition=p, prefix=prefix,
                              skip_undecodable=cfg.skip_undecodable)  # fmt: skip
         file = f"{topic}/{p}"
-        for offset, value in read_range(consumer, topic, p, start, part.end):
-            for at, row in rows.feed(offset, value):
+        for offset, key, value in read_range(consumer, topic, p, start, part.end):
+            for at, row in rows.feed(offset, value, key):
                 if part.high is not None and row.commit_ts > part.high:
                     continue
                 t = row.table

@@ -108,8 +108,9 @@ def partition_bounds(consumer: Any, topic: str, timeout: float = 30.0) -> dict[i
 
 def read_range(
     consumer: Any, topic: str, partition: int, start: int, end: int, idle: float = 60.0
-) -> Iterator[tuple[int, bytes]]:
-    """``(offset, value)`` of the messages of ``[start, end)`` in offset order (a null value as ``b""``).
+) -> Iterator[tuple[int, bytes | None, bytes]]:
+    """``(offset, key, value)`` of the messages of ``[start, end)`` in offset order (a null value as ``b""``; only
+    avro's rows have keys).
     Raises KafkaError when the broker fails or no message arrives for ``idle`` seconds (the range was planned
     from offsets that existed: the topic was deleted, or the broker is unreachable)."""
     from confluent_kafka import TopicPartition
@@ -142,7 +143,7 @@ def read_range(
                     break
                 last = time.monotonic()
                 at = offset + 1
-                yield offset, m.value() or b""
+                yield offset, m.key(), m.value() or b""
     finally:
         consumer.unassign()
 
@@ -200,7 +201,7 @@ class PrefixScan:
         begin = max(self._low, self._from - self._chunk)
         self._chunk *= 2
         latest: int | None = None
-        for offset, value in read_range(self._consumer, self.topic, self.partition, begin, self._from):
+        for offset, _key, value in read_range(self._consumer, self.topic, self.partition, begin, self._from):
             try:
                 mark = self._marker(value)
             except Exception as e:  # not ours to report (see the class docstring)

@@ -45,6 +45,19 @@ def test_starting_offsets() -> None:
             cfg(startingOffsets=bad)
 
 
+def test_avro_is_read_through_the_registry_in_the_path_or_an_option() -> None:
+    from sparkcdc.codec.avro.decoder import AvroDecoder
+
+    opt = cfg("kafka://h:9092/t?protocol=avro", **{"schema-registry": "http://u:p%40ss@h:8081",
+                                                  "avro-decimal-handling-mode": "string"})  # fmt: skip
+    assert opt.sink.schema_registry == "http://u:p%40ss@h:8081"  # quoted into the path, read back as given
+    decoder = opt.decoder()
+    assert isinstance(decoder, AvroDecoder) and decoder.config.decimal_handling_mode == "string"
+    path = cfg("kafka://h:9092/t?protocol=avro&enable-tidb-extension=true&avro-enable-watermark=true"
+               "&schema-registry=http://h:8081", **{"up-to-watermark": "true"})  # fmt: skip
+    assert path.up_to_watermark and path.sink.avro_enable_watermark
+
+
 @pytest.mark.parametrize(
     ("path", "options", "message"),
     [
@@ -52,7 +65,13 @@ def test_starting_offsets() -> None:
         ("s3://bucket/x", {}, "is not a Kafka sink URI"),
         ("kafka://h:9092/t", {}, "protocol is required"),
         ("kafka://h:9092/t?protocol=avro", {}, 'requires parameter "schema-registry"'),
-        ("kafka://h:9092/t?protocol=avro&schema-registry=http://h:8081", {}, "does not read protocol=avro yet"),
+        ("kafka://h:9092/t?protocol=avro&schema-registry=http://h:8081", {"up-to-watermark": "true"},
+         "up-to-watermark needs watermarks, and avro has them only with enable-tidb-extension=true and "
+         "avro-enable-watermark=true"),
+        ("kafka://h:9092/t?protocol=avro", {"schema-registry": "http://u:hunter2@h:0"}, "has port 0"),
+        ("kafka://h:9092/t?protocol=avro", {"schema-registry": "http://u:hunter2/x@h"}, "must be URL-encoded"),
+        ("kafka://h:9092/t?protocol=avro", {"schema-registry": "http://h", "avro-decimal-handling-mode": "exact"},
+         "avro-decimal-handling-mode value could only be"),
         ("kafka://h:9092/t?protocol=canal-json", {"up-to-watermark": "true"}, "up-to-watermark needs watermarks.*"
          "canal-json has them only with the TiDB extension"),
         ("kafka://h:9092/t?protocol=simple", {"protocol": "canal-json"}, "contradicts protocol='simple'"),
