@@ -105,10 +105,12 @@ class KeyedMessage:
         return self._v or None  # a tombstone has no value
 
 
-def avro_topic(registry: MemoryRegistry) -> dict[int, list[tuple[bytes | None, bytes]]]:
+def avro_topic(registry: MemoryRegistry, *, tombstones: bool = False) -> dict[int, list[tuple[bytes | None, bytes]]]:
     """A 3-partition topic as our avro changefeed writes it in TiCDC's testing mode: the CREATE TABLE and each
-    watermark on every partition, rows on the partition of their key."""
+    watermark on every partition, rows on the partition of their key; ``tombstones``: each DELETE without a commit ts
+    (as tiflow's TiCDC writes it), not pingcap/ticdc's marker."""
     enc = AvroEncoder(AvroConfig(enable_tidb_extension=True, enable_watermark=True), registry)
+    deletes = AvroEncoder(AvroConfig(enable_tidb_extension=True), registry) if tombstones else enc
     topic: dict[int, list[tuple[bytes | None, bytes]]] = {p: [] for p in range(3)}
 
     def everywhere(message: Any) -> None:
@@ -116,7 +118,7 @@ def avro_topic(registry: MemoryRegistry) -> dict[int, list[tuple[bytes | None, b
             topic[p].append((message.key, message.value))
 
     def row(ts: int, op: RowOp, before: tuple[Any, ...] | None, after: tuple[Any, ...] | None) -> None:
-        m = enc.encode_row(RowChange(ts, T, op, before, after), TOPIC)
+        m = (deletes if op is RowOp.DELETE else enc).encode_row(RowChange(ts, T, op, before, after), TOPIC)
         topic[(after or before or (0,))[0] % 3].append((m.key, m.value))
 
     everywhere(enc.encode_ddl(DDLEvent(TS, DDLAction.CREATE_TABLE, "CREATE TABLE k (id INT PRIMARY KEY, v INT)",
@@ -131,13 +133,14 @@ def avro_topic(registry: MemoryRegistry) -> dict[int, list[tuple[bytes | None, b
     return topic
 
 
+@pytest.mark.parametrize("tombstones", [False, True])
 @pytest.mark.parametrize("seed", range(4))
 def test_an_avro_topic_is_applied_in_commit_order_and_committed_after_it(
-    monkeypatch: pytest.MonkeyPatch, seed: int
+    monkeypatch: pytest.MonkeyPatch, seed: int, tombstones: bool
 ) -> None:
     registry = MemoryRegistry()
     monkeypatch.setattr("sparkcdc.schema_registry.client.registry_client", lambda url: registry)
-    topic = avro_topic(registry)
+    topic = avro_topic(registry, tombstones=tombstones)
     source = KafkaSource(config(APPLIED))
     stop = threading.Event()
     engine = FakeEngine()
@@ -163,6 +166,35 @@ def test_an_avro_topic_is_applied_in_commit_order_and_committed_after_it(
     }  # fmt: skip
     assert all(r.table.schema == "db" and r.table.table == "k" for r in engine.rows)
     assert client.commits[-1] == {p: len(msgs) for p, msgs in topic.items()}
+
+
+def test_a_tombstone_gets_the_smallest_commit_ts_it_can_have_in_its_partition() -> None:
+    """tiflow's TiCDC writes a DELETE as a tombstone even with watermarks: ordered by the commit ts of what came
+    before it on its partition, it is never taken for a re-send (at or below what was released)."""
+    registry = MemoryRegistry()
+    enc = AvroEncoder(AvroConfig(enable_tidb_extension=True, enable_watermark=True), registry)
+    tombstone = AvroEncoder(AvroConfig(enable_tidb_extension=True), registry).encode_row(
+        RowChange(TS + 99, T, RowOp.DELETE, (5, 5), None), TOPIC
+    )
+    assert tombstone.value == b""
+    decoder = AvroDecoder(AvroConfig(enable_tidb_extension=True, enable_watermark=True), registry)
+    plain = AvroDecoder(AvroConfig(enable_tidb_extension=True), registry)
+    ddl = enc.encode_ddl(DDLEvent(TS + 30, DDLAction.ADD_COLUMN, "ALTER TABLE k ADD COLUMN x INT", "db", "k"))
+    sequence = [
+        (enc.encode_row(RowChange(TS + 10, T, RowOp.INSERT, None, (1, 1)), TOPIC), None),
+        (tombstone, TS + 10),  # the row's
+        (enc.encode_watermark(TS + 20), None),
+        (tombstone, TS + 21),  # just above the watermark
+        (ddl, None),
+        (tombstone, TS + 31),  # just above the DDL, released after it
+    ]
+    for message, expected in sequence:
+        assert message is not None
+        (event,) = decoder.decode(message)
+        if expected is not None:
+            assert isinstance(event, RowChange) and event.op is RowOp.DELETE and event.commit_ts == expected
+    (event,) = plain.decode(tombstone)  # without watermarks there is nothing to order by
+    assert isinstance(event, RowChange) and event.commit_ts == 0
 
 
 def test_a_registry_that_does_not_answer_is_retried_not_a_corrupt_message(monkeypatch: pytest.MonkeyPatch) -> None:

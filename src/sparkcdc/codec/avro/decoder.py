@@ -4,7 +4,10 @@ A message with a key is a row: with a value, an INSERT or UPDATE (``_tidb_op`` t
 extension every row reads as an INSERT with commit ts 0, to be applied as an upsert); without one (a tombstone, or
 pingcap/ticdc's delete marker that carries the commit ts) a DELETE of the key's columns. A keyless message is a
 row of a table without a handle key (magic byte 0), or, in TiCDC's testing mode, a DDL (byte 1) or a watermark
-(byte 2). Schemas come from the registry by the id in each envelope; the table a row belongs to is rebuilt from the
+(byte 2). In a topic with watermarks a tombstone (tiflow's TiCDC writes every DELETE so; pingcap/ticdc writes a marker
+with the commit ts) gets the smallest commit ts it can have, read in its partition's order: that of the row before
+it, or just above the watermark or DDL before it, whichever is larger (a decoder reads one partition). Schemas come from
+the registry by the id in each envelope; the table a row belongs to is rebuilt from the
 value schema as TiCDC's decoder rebuilds it: the record's name and namespace, each field's ``tidb_type`` and
 ``connect.parameters``, the key schema's fields as the handle key.
 """
@@ -115,6 +118,7 @@ class AvroDecoder:
         self.registry = registry
         self._schemas: dict[int, _Schema] = {}
         self._tables: dict[tuple[int, int], tuple[TableInfo, tuple[Any, ...]]] = {}
+        self._floor = 0  # the smallest commit ts the next row of this partition can have (with watermarks)
 
     def decode(self, message: Message) -> Iterator[Event]:
         """The events of one message. Raises DecodeError naming what is wrong, and the registry's errors."""
@@ -123,9 +127,13 @@ class AvroDecoder:
             if not value:
                 raise DecodeError("avro: a message without key and value")
             if value[0] == wire.DDL_BYTE:
-                yield _ddl(value)
+                ddl = _ddl(value)
+                self._floor = max(self._floor, ddl.commit_ts + 1)
+                yield ddl
             elif value[0] == wire.CHECKPOINT_BYTE:
-                yield ResolvedEvent(wire.read_ts(value, "the watermark"))
+                ts = wire.read_ts(value, "the watermark")
+                self._floor = max(self._floor, ts + 1)
+                yield ResolvedEvent(ts)
             else:
                 yield self._row(None, value)
             return
@@ -137,11 +145,15 @@ class AvroDecoder:
             if key_schema is None or key_datum is None:
                 raise DecodeError("avro: a delete (a message without value) has no key")
             commit_ts = wire.read_ts(value, "the delete marker") if value else 0
+            if not commit_ts and self.config.watermarks:
+                commit_ts = self._floor
+            self._floor = max(self._floor, commit_ts)
             table, readers = self._table(key_id, key_schema, key_id, key_schema)
             return RowChange(commit_ts, table, RowOp.DELETE, _image(table, readers, key_datum), None)
         value_id, value_schema, datum = self._read(value, "the value")
         table, readers = self._table(value_id, value_schema, key_id, key_schema)
         commit_ts = datum.get(wire.TIDB_COMMIT_TS, 0)
+        self._floor = max(self._floor, int(commit_ts))
         op = RowOp.INSERT
         if datum.get(wire.TIDB_OP) == wire.UPDATE_OP:
             op = RowOp.UPDATE
