@@ -28,7 +28,7 @@ log = logging.getLogger(__name__)
 )
 def kafka_consumer(opts: ConsumerOptions, upstream_uri: str, config_path: str, group_id: str,
                    schema_registry: str) -> None:  # fmt: skip
-    """Apply a TiCDC Kafka topic (canal-json, simple JSON or Avro, avro) to a MySQL-compatible database in commit
+    """Apply a TiCDC Kafka topic (canal-json, simple JSON or Avro, TiCDC avro) to a MySQL-compatible database in commit
     order, effectively once.
 
     Rows are applied up to the smallest watermark of all partitions, DDLs once every partition has passed them;

@@ -36,3 +36,28 @@ def test_the_flag_sets_the_sink_registry_and_beats_the_config(monkeypatch: pytes
     assert body["replica_config"]["sink"]["schema_registry"] == "http://flag:8081"
     body = create(monkeypatch, "--sink-uri", uri, "--config", str(config))
     assert body["replica_config"]["sink"]["schema_registry"] == "http://from-config:8081"
+
+
+@pytest.mark.parametrize(
+    ("args", "expected"),
+    [
+        ((), "Error: [CDC:ErrAvroSchemaAPIError] protocol=avro is read through the changefeed's schema registry: pass "
+             "--schema-registry-uri http://host:8081"),
+        (("--schema-registry-uri", "http://u:hunter2/x@h"), "Error: [CDC:ErrAvroSchemaAPIError] --schema-registry-uri "
+         "'http://u:xxxxx@h' is not a valid URL"),
+        (("--schema-registry", "ftp://u:hunter2@h"), "--schema-registry-uri 'ftp://u:xxxxx@h' must start with http://"),
+    ],
+)  # fmt: skip
+def test_kafka_consumer_avro_settings_are_one_error_line(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], args: tuple[str, ...], expected: str
+) -> None:
+    """``cdc kafka-consumer`` on an avro topic: its registry flag (TiCDC's ``--schema-registry-uri``) is checked
+    before anything is reached; a problem is one line and exit code 1, the password masked."""
+    uri = "kafka://127.0.0.1:1/t?protocol=avro&enable-tidb-extension=true&avro-enable-watermark=true"
+    monkeypatch.setattr("sys.argv", ["cdc", "kafka-consumer", "--upstream-uri", uri, "--downstream-uri",
+                                     "mysql://root:hunter2@127.0.0.1:1/", *args])  # fmt: skip
+    with pytest.raises(SystemExit) as exit_:
+        main()
+    err = capsys.readouterr().err
+    assert exit_.value.code == 1 and err.strip().splitlines() == [err.strip()], err
+    assert err.startswith("Error: ") and expected in err and "hunter2" not in err, err
