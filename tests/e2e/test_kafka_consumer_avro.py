@@ -3,7 +3,8 @@ per table, schemas in a real registry) -> one consumer per topic -> a second Mar
 table. Two changefeeds over one workload (every MySQL type avro carries, key-changing updates of a primary and a
 composite unique key, ADD/DROP/MODIFY COLUMN mid-stream): DECIMAL and BIGINT UNSIGNED as Avro's decimal and long,
 and both as strings. Both have ``enable-tidb-extension`` and ``avro-enable-watermark``, which the consumer needs
-(``sparkcdc.consumer.kafka_avro``). The first is applied through 3x kill -9 of a consumer while it applies."""
+(``sparkcdc.consumer.kafka_avro``). The first is applied through 3x kill -9 of a consumer while it applies; the
+second's consumers start while the registry is stopped for 15 s: they warn, retry and resume, nothing lost."""
 
 from __future__ import annotations
 
@@ -37,6 +38,7 @@ MODES = {
 }
 TABLES = ("types", "pairs")
 KILLS = 3
+OUTAGE_SECONDS = 15.0
 log = logging.getLogger(__name__)
 
 
@@ -62,9 +64,12 @@ class Consumers:
                                                    stderr=subprocess.PIPE, text=True, env=server_env())  # fmt: skip
         return p
 
-    def tail(self, table: str) -> str:
+    def text(self, table: str) -> str:
         log = self.logs[table]
-        return log.read_text()[-3000:] if log.exists() else ""
+        return log.read_text() if log.exists() else ""
+
+    def tail(self, table: str) -> str:
+        return self.text(table)[-3000:]
 
     def until_match(self, timeout: float = 240) -> dict[str, Any]:
         """Wait until ``cdc check`` of the database matches (every consumer still running), then SIGTERM each:
@@ -91,6 +96,27 @@ class Consumers:
         self.running = {}
 
 
+def outage(registry: SchemaRegistry, consumers: Consumers) -> None:
+    """Every consumer started while the registry is stopped: each warns that it retries (it cannot read a row's
+    schema), keeps running, and the registry comes back after ``OUTAGE_SECONDS``."""
+    registry.stop()
+    stopped = time.monotonic()
+    for t in TABLES:
+        consumers.start(t)
+    deadline = stopped + 120
+    while not all("retryable error, retrying" in consumers.text(t) for t in TABLES) or (
+        time.monotonic() - stopped < OUTAGE_SECONDS
+    ):
+        for t, p in consumers.running.items():
+            assert p.poll() is None, (t, p.communicate(), consumers.tail(t))
+        assert time.monotonic() < deadline, {t: consumers.tail(t) for t in TABLES}
+        time.sleep(0.5)
+    for t in TABLES:
+        assert "cannot read schema" in consumers.text(t) and registry.url in consumers.text(t), consumers.tail(t)
+    registry.start()
+    log.info("registry outage: %.1fs; the consumers warned and retried", time.monotonic() - stopped)
+
+
 def downstream_rows(target: MysqlTarget, db: str) -> int:  # noqa: F811
     """Rows of the downstream ``types`` table, -1 before it exists."""
     if not run_sql(target, f"SHOW TABLES FROM `{db}` LIKE 'types'"):
@@ -98,11 +124,11 @@ def downstream_rows(target: MysqlTarget, db: str) -> int:  # noqa: F811
     return int(run_sql(target, f"SELECT COUNT(*) FROM `{db}`.types")[0][0])
 
 
-def test_kafka_consumer_applies_avro_topics_through_kill_9(
-    fresh_db: FreshDatabase, mariadb: MariaDB, apache_kafka: ApacheKafka, schema_registry: SchemaRegistry,
+def test_kafka_consumer_applies_avro_topics_through_kill_9_and_a_registry_outage(
+    fresh_db: FreshDatabase, mariadb: MariaDB, apache_kafka: ApacheKafka, durable_schema_registry: SchemaRegistry,
     target: MysqlTarget, tmp_path: Path,  # noqa: F811
 ) -> None:  # fmt: skip
-    db = fresh_db
+    db, schema_registry = fresh_db, durable_schema_registry
     server = SparkServer(tmp_path, mariadb.port or 0).start()
     try:
         for cf, params in MODES.items():
@@ -132,11 +158,15 @@ def test_kafka_consumer_applies_avro_topics_through_kill_9(
                 assert consumer.poll() is None, (consumer.communicate(), consumers.tail("types"))
                 consumer.kill()
                 consumer.wait(30)
+                del consumers.running["types"]
                 snapshots.append(downstream_rows(target, db.name))
             assert len(set(snapshots)) == KILLS, snapshots  # each run applied more before it was killed
+        if cf == "string":
+            outage(schema_registry, consumers)
         started = time.monotonic()
         for t in TABLES:
-            consumers.start(t)
+            if t not in consumers.running:
+                consumers.start(t)
         doc = consumers.until_match()
         log.info("%s: %s rows applied by %d consumers in %.1fs (cdc check matches); types rows at the kills: %s", cf,
                  upstream, len(TABLES), time.monotonic() - started, snapshots)  # fmt: skip
