@@ -18,6 +18,7 @@ from typing import Any
 import pytest
 
 from sparkcdc.codec.base import message_decoder
+from sparkcdc.devtools.apache_kafka import ApacheKafka
 from sparkcdc.devtools.kafka import KafkaBroker, Partitions, read_topic
 from sparkcdc.model import RowChange
 from sparkcdc.pipeline.source_rows import image
@@ -33,6 +34,12 @@ from tests.integration.sink.kafka_replay import (
 )
 
 pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture
+def kafka_broker(apache_kafka: ApacheKafka) -> ApacheKafka:
+    """These tests run on Apache Kafka, the broker users run (issue 29), instead of the session's tansu broker."""
+    return apache_kafka
 
 PROTOCOLS = {
     "canal-json": ("protocol=canal-json&enable-tidb-extension=true", "", {"enable-tidb-extension": True}),

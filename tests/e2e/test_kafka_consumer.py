@@ -15,6 +15,7 @@ from typing import Any
 
 import pytest
 
+from sparkcdc.devtools.apache_kafka import ApacheKafka
 from sparkcdc.devtools.kafka import KafkaBroker, read_topic
 from sparkcdc.mysql.target import MysqlTarget
 from tests.e2e.downstream import check, mysql_uri
@@ -24,6 +25,12 @@ from tests.integration.consumer.servers import run_sql
 from tests.integration.pipeline.server import SparkServer, now_tso, server_env
 
 pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture
+def kafka_broker(apache_kafka: ApacheKafka) -> ApacheKafka:
+    """These tests run on Apache Kafka, the broker users run (issue 29), instead of the session's tansu broker."""
+    return apache_kafka
 
 FLAVOURS = {
     "canal-json": ("protocol=canal-json&enable-tidb-extension=true", ""),
