@@ -24,6 +24,7 @@ from typing import Any
 import pytest
 
 from sparkcdc.codec.simple.decoder import SimpleDecoder
+from sparkcdc.devtools.apache_kafka import ApacheKafka
 from sparkcdc.devtools.kafka import KafkaBroker, Partitions, read_topic
 from sparkcdc.devtools.mariadb import MariaDB
 from sparkcdc.pipeline.progress import read_progress
@@ -40,6 +41,12 @@ from tests.integration.sink.kafka_replay import (
 )
 
 pytestmark = pytest.mark.e2e
+
+
+@pytest.fixture
+def kafka_broker(apache_kafka: ApacheKafka) -> ApacheKafka:
+    """These tests run on Apache Kafka, the broker users run (issue 29), instead of the session's tansu broker."""
+    return apache_kafka
 log = logging.getLogger(__name__)
 
 KILLS = 5
