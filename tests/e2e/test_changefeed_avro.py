@@ -25,10 +25,8 @@ from sparkcdc.devtools.mariadb import MariaDB
 from sparkcdc.devtools.schema_registry import SchemaRegistry
 from sparkcdc.model import tso
 from tests.e2e.avro_readback import ReadBack, TypesWorkload, differences, read_back, rebuild, unsigned_bigints
-from tests.e2e.test_changefeed_kafka import wait_checkpoint
-from tests.e2e.test_changefeed_kafka_faults import StatusWatch
 from tests.fixtures.mariadb import FreshDatabase
-from tests.integration.pipeline.server import SparkServer, Workload, now_tso
+from tests.integration.pipeline.server import SparkServer, StatusWatch, Workload, now_tso
 
 pytestmark = pytest.mark.e2e
 
@@ -95,7 +93,7 @@ def test_avro_changefeeds_read_back_by_confluent_deserializer(
             types.step(i)
         end = now_tso(db)
         for cf in MODES:
-            wait_checkpoint(server, cf, end, timeout=300)
+            server.wait_checkpoint(cf, end, timeout=300)
     finally:
         server.stop()
 
@@ -139,7 +137,7 @@ def test_registry_outage_warns_and_resumes_then_a_refused_schema_fails(
         create(server, db, apache_kafka, registry.url, "cf", MODES["plain"], tmp_path)
         for i in range(40):
             work.step(i)
-        wait_checkpoint(server, "cf", now_tso(db))
+        server.wait_checkpoint("cf", now_tso(db))
         with StatusWatch(server, "cf") as watch:
             registry.stop()
             stopped = time.monotonic()

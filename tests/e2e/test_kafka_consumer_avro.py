@@ -23,10 +23,9 @@ from sparkcdc.mysql.target import MysqlTarget
 from tests.e2e.avro_readback import TypesWorkload
 from tests.e2e.downstream import check, mysql_uri
 from tests.e2e.test_changefeed_avro import create
-from tests.e2e.test_changefeed_kafka import wait_checkpoint
 from tests.e2e.test_kafka_consumer import starts, terminate
 from tests.fixtures.mariadb import FreshDatabase
-from tests.integration.consumer.servers import downstream_server, run_sql, target  # noqa: F401
+from tests.integration.consumer.servers import run_sql
 from tests.integration.pipeline.server import CDC, SparkServer, now_tso, server_env
 
 pytestmark = pytest.mark.e2e
@@ -45,7 +44,7 @@ log = logging.getLogger(__name__)
 class Consumers:
     """One ``cdc kafka-consumer`` per table topic of changefeed ``cf``, each with a log of its own."""
 
-    def __init__(self, kafka: ApacheKafka, registry: str, db: FreshDatabase, target: MysqlTarget,  # noqa: F811
+    def __init__(self, kafka: ApacheKafka, registry: str, db: FreshDatabase, target: MysqlTarget,
                  cf: str, tmp_path: Path) -> None:  # fmt: skip
         self.db, self.target = db, target
         self.commands = {
@@ -117,7 +116,7 @@ def outage(registry: SchemaRegistry, consumers: Consumers) -> None:
     log.info("registry outage: %.1fs; the consumers warned and retried", time.monotonic() - stopped)
 
 
-def downstream_rows(target: MysqlTarget, db: str) -> int:  # noqa: F811
+def downstream_rows(target: MysqlTarget, db: str) -> int:
     """Rows of the downstream ``types`` table, -1 before it exists."""
     if not run_sql(target, f"SHOW TABLES FROM `{db}` LIKE 'types'"):
         return -1
@@ -126,7 +125,7 @@ def downstream_rows(target: MysqlTarget, db: str) -> int:  # noqa: F811
 
 def test_kafka_consumer_applies_avro_topics_through_kill_9_and_a_registry_outage(
     fresh_db: FreshDatabase, mariadb: MariaDB, apache_kafka: ApacheKafka, durable_schema_registry: SchemaRegistry,
-    target: MysqlTarget, tmp_path: Path,  # noqa: F811
+    target: MysqlTarget, tmp_path: Path,
 ) -> None:  # fmt: skip
     db, schema_registry = fresh_db, durable_schema_registry
     server = SparkServer(tmp_path, mariadb.port or 0).start()
@@ -139,7 +138,7 @@ def test_kafka_consumer_applies_avro_topics_through_kill_9_and_a_registry_outage
             types.step(i)
         end = now_tso(db)
         for cf in MODES:
-            wait_checkpoint(server, cf, end, timeout=300)
+            server.wait_checkpoint(cf, end, timeout=300)
     finally:
         server.stop()
     upstream = {t: db.query(f"SELECT COUNT(*) FROM `{t}`")[0][0] for t in TABLES}
