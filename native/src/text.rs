@@ -163,7 +163,7 @@ pub fn f64_positional(out: &mut Vec<u8>, v: f64) -> Option<()> {
     if !v.is_finite() {
         return None;
     }
-    let _ = write!(Sink(out), "{v}");
+    signed_positional(out, v.is_sign_negative(), shortest(ryu::Buffer::new().format_finite(v)));
     Some(())
 }
 
@@ -172,18 +172,34 @@ pub fn f32_positional(out: &mut Vec<u8>, v: f32) -> Option<()> {
     if !v.is_finite() {
         return None;
     }
-    let _ = write!(Sink(out), "{v}");
+    signed_positional(out, v.is_sign_negative(), shortest(ryu::Buffer::new().format_finite(v)));
     Some(())
 }
 
-/// Shortest round-trip digits (no leading or trailing zeros) and the decimal exponent of the first digit,
-/// of a finite non-zero |v| (`gofmt._shortest`).
-fn shortest(sci: &str) -> (String, i32) {
-    let (mantissa, exp) = sci.split_once('e').unwrap_or((sci, "0"));
+/// `-` for a negative value (`-0` too, as Go prints it), then the digits positionally.
+fn signed_positional(out: &mut Vec<u8>, negative: bool, (digits, exp): (String, i32)) {
+    if negative {
+        out.push(b'-');
+    }
+    positional(out, &digits, exp);
+}
+
+/// Shortest round-trip digits (no leading or trailing zeros) and the decimal exponent of the first digit, from
+/// ryu's rendering of a finite value (its sign ignored). Ryu is the algorithm of Go's `strconv`, Python's `repr`
+/// and orjson: where two shortest digit strings are equally near the value (562949953421312.25 -> `.2` or `.3`)
+/// all of them take the even one, which Rust's own `Display` does not (it gives `.3`).
+fn shortest(text: &str) -> (String, i32) {
+    let text = text.trim_start_matches('-');
+    let (mantissa, exp) = text.split_once(['e', 'E']).unwrap_or((text, "0"));
     let exp: i32 = exp.parse().unwrap_or(0);
-    let digits: String = mantissa.chars().filter(|c| c.is_ascii_digit()).collect();
-    let trimmed = digits.trim_end_matches('0');
-    (if trimmed.is_empty() { "0".to_string() } else { trimmed.to_string() }, exp)
+    let (int, frac) = mantissa.split_once('.').unwrap_or((mantissa, ""));
+    let all: String = int.chars().chain(frac.chars()).collect();
+    let lead = all.len() - all.trim_start_matches('0').len();
+    let digits = all[lead..].trim_end_matches('0');
+    if digits.is_empty() {
+        return ("0".to_string(), 0);
+    }
+    (digits.to_string(), int.len() as i32 + exp - lead as i32 - 1)
 }
 
 /// Go `%v` of a float (`gofmt.go_float_v`, CSV's float rendering): exponent form below 1e-4 and from 1e6 on.
@@ -199,8 +215,11 @@ pub fn go_float_v(out: &mut Vec<u8>, v: f64, bits32: bool) -> Option<()> {
         out.push(b'-');
     }
     let a = v.abs();
-    let sci = if bits32 { format!("{:e}", a as f32) } else { format!("{a:e}") };
-    let (digits, exp) = shortest(&sci);
+    let (digits, exp) = if bits32 {
+        shortest(ryu::Buffer::new().format_finite(a as f32))
+    } else {
+        shortest(ryu::Buffer::new().format_finite(a))
+    };
     if !(-4..6).contains(&exp) {
         out.push(digits.as_bytes()[0]);
         if digits.len() > 1 {
@@ -378,7 +397,7 @@ pub fn py_float_repr(out: &mut Vec<u8>, v: f64) -> Option<()> {
     if v < 0.0 {
         out.push(b'-');
     }
-    let (digits, exp) = shortest(&format!("{:e}", v.abs()));
+    let (digits, exp) = shortest(ryu::Buffer::new().format_finite(v.abs()));
     if (-4..16).contains(&exp) {
         let before = out.len();
         positional(out, &digits, exp);
@@ -457,6 +476,18 @@ mod tests {
         assert_eq!(s(|o| go_float_v(o, 0.0001, false).unwrap()), "0.0001");
         assert_eq!(s(|o| go_float_v(o, 1e100, false).unwrap()), "1e+100");
         assert_eq!(s(|o| go_float_v(o, 3.4028235e38, true).unwrap()), "3.4028235e+38");
+    }
+
+    #[test]
+    fn equally_near_shortest_digits_take_the_even_one_as_go_and_python() {
+        // 2^49 + 0.25 and 2^50 + 0.25: `.2` and `.3` both round-trip; Go's strconv and Python's repr print `.2`
+        let (tie49, tie50) = (2f64.powi(49) + 0.25, 2f64.powi(50) + 0.25);
+        assert_eq!(s(|o| f64_positional(o, tie49).unwrap()), "562949953421312.2");
+        assert_eq!(s(|o| f64_positional(o, -tie50).unwrap()), "-1125899906842624.2");
+        assert_eq!(s(|o| go_float_v(o, tie49, false).unwrap()), "5.629499534213122e+14");
+        assert_eq!(s(|o| py_float_repr(o, tie49).unwrap()), "562949953421312.2");
+        assert_eq!(s(|o| f64_positional(o, 0.000_012_5).unwrap()), "0.0000125");
+        assert_eq!(s(|o| f32_positional(o, -16_777_216.0).unwrap()), "-16777216");
     }
 
     #[test]
