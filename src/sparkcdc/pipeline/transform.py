@@ -156,7 +156,7 @@ class ChunkTransform:
                     kept: list[Any] = [ev]
                     size = ev.end - ev.start
                 else:
-                    kept = [row for row in ev.rows() if self._keep(row, handover) is not None]  # filtered row by row
+                    kept = [k for row in ev.rows() if (k := self._keep(row, handover)) is not None]  # row by row
                     size = _ROW_BYTES * len(kept)
             else:
                 row = self._keep(ev, handover)
