@@ -101,7 +101,7 @@ def connect(source: KafkaSinkConfig, group_id: str) -> Connection:
         if meta is None or meta.error is not None or not meta.partitions:
             raise ConfigError(f"topic {topic!r} does not exist on {brokers}")
         partitions = sorted(meta.partitions)
-        committed = client.committed([TopicPartition(topic, p) for p in partitions], timeout=wait)
+        committed = _committed(client, [TopicPartition(topic, p) for p in partitions], wait)
     except KafkaException as e:
         client.close()
         err = e.args[0]
@@ -118,6 +118,26 @@ def connect(source: KafkaSinkConfig, group_id: str) -> Connection:
         raise
     offsets = {tp.partition: tp.offset for tp in committed if tp.offset >= 0}
     return Connection(client, partitions, offsets, errors, wait)
+
+
+def _committed(client: Any, partitions: list[Any], wait: float) -> list[Any]:
+    """The group's committed offsets. A cluster makes a group's coordinator on the group's first request (Apache
+    Kafka creates its offsets topic then): while it is not there yet the lookup is asked again, for up to three
+    times ``wait``, instead of failing a consumer started on a fresh cluster."""
+    from confluent_kafka import KafkaError as Code
+    from confluent_kafka import KafkaException
+
+    transient = {Code.COORDINATOR_NOT_AVAILABLE, Code.COORDINATOR_LOAD_IN_PROGRESS, Code.NOT_COORDINATOR,
+                 Code._TIMED_OUT}  # fmt: skip
+    deadline = time.monotonic() + 3 * wait
+    while True:
+        try:
+            return client.committed(partitions, timeout=wait)  # type: ignore[no-any-return]
+        except KafkaException as e:
+            if e.args[0].code() not in transient or time.monotonic() >= deadline:
+                raise
+            log.info("the group's coordinator is not ready (%s): asking again", e.args[0].str())
+            time.sleep(0.5)
 
 
 def rewind(connection: Connection, topic: str) -> dict[int, int]:

@@ -133,6 +133,9 @@ class ApacheKafka(PrivateServer):
             "offsets.topic.replication.factor=1", "transaction.state.log.replication.factor=1",
             "transaction.state.log.min.isr=1", "share.coordinator.state.topic.replication.factor=1",
             "share.coordinator.state.topic.min.isr=1", "group.initial.rebalance.delay.ms=0", "num.partitions=1",
+            # a group coordinator at once: the offsets topic is made on the first group's first request (50
+            # partitions by default, seconds on a busy machine, and a consumer's first offset lookup waited on it)
+            "offsets.topic.num.partitions=1",
             "",
         ])  # fmt: skip
 

@@ -5,6 +5,7 @@ port in ``tests/integration/consumer/test_kafka_consumer.py``)."""
 from __future__ import annotations
 
 import logging
+from typing import Any
 
 import pytest
 
@@ -41,3 +42,39 @@ def test_errors_are_said_at_once_then_at_most_every_30_seconds(caplog: pytest.Lo
     now[0] += 100
     errors.report()
     assert len(caplog.records) == 2  # quiet again: nothing new to say
+
+
+class _Coordinator:
+    """A client whose group coordinator answers after ``not_ready`` lookups (or never, with ``code``)."""
+
+    def __init__(self, not_ready: int, code: int) -> None:
+        self.not_ready, self.code, self.calls = not_ready, code, 0
+
+    def committed(self, partitions: list[Any], timeout: float) -> list[Any]:
+        from confluent_kafka import KafkaError as Code
+        from confluent_kafka import KafkaException
+
+        self.calls += 1
+        if self.calls <= self.not_ready:
+            raise KafkaException(Code(self.code))
+        return partitions
+
+
+def test_the_offset_lookup_waits_for_a_group_coordinator_that_is_being_made(monkeypatch: pytest.MonkeyPatch) -> None:
+    from confluent_kafka import KafkaError as Code
+
+    monkeypatch.setattr(kafka_client.time, "sleep", lambda _: None)
+    client = _Coordinator(2, Code.COORDINATOR_NOT_AVAILABLE)
+    assert kafka_client._committed(client, ["p0"], 1.0) == ["p0"]
+    assert client.calls == 3
+
+
+def test_the_offset_lookup_fails_at_once_on_other_errors(monkeypatch: pytest.MonkeyPatch) -> None:
+    from confluent_kafka import KafkaError as Code
+    from confluent_kafka import KafkaException
+
+    monkeypatch.setattr(kafka_client.time, "sleep", lambda _: None)
+    client = _Coordinator(1, Code.GROUP_AUTHORIZATION_FAILED)
+    with pytest.raises(KafkaException):
+        kafka_client._committed(client, ["p0"], 1.0)
+    assert client.calls == 1
