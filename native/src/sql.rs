@@ -110,7 +110,12 @@ impl Sql {
             Cell::U(v) => uint(out, v),
             Cell::F32(v) => py_float_repr(out, v as f64).ok_or(Fallback)?,
             Cell::F64(v) => py_float_repr(out, v).ok_or(Fallback)?,
-            Cell::Dec { neg, text } => py_decimal_str(out, neg, img.bytes(text), self.scales[pos]),
+            Cell::Dec { neg, text } => {
+                if neg {
+                    out.push(b'-');
+                }
+                out.extend_from_slice(img.bytes(text));
+            }
             Cell::Str(s) => sql_str(out, img.bytes(s)),
             Cell::Bin(s) => sql_bytes(out, img.bytes(s)),
         }

@@ -6,8 +6,10 @@ because the model fixes one Python type per MySQL type:
 * ``int`` (integers, YEAR, BIT as an unsigned number, ENUM index, SET bitmask) -> decimal literal; MySQL
   stores a number into BIT/ENUM/SET as the bit pattern / index / bitmask, exactly what the model carries.
 * ``float`` -> ``repr`` (shortest round-trip text; a FLOAT column rounds it back to the same float32).
-* ``Decimal`` -> its exact text. ``str`` (temporal, text, JSON, ENUM/SET names) -> a quoted, escaped
-  string. ``bytes`` -> a hex literal ``X'…'`` (binary-exact, no charset conversion). ``None`` -> NULL.
+* ``Decimal`` -> its exact positional text (``str`` would write ``1.5E-7`` below 1e-6, which MySQL reads as
+  an approximate DOUBLE literal: a DECIMAL(65,30) column would store it rounded, with no warning).
+* ``str`` (temporal, text, JSON, ENUM/SET names) -> a quoted, escaped string. ``bytes`` -> a hex literal
+  ``X'…'`` (binary-exact, no charset conversion). ``None`` -> NULL.
 
 The session must not use ``NO_BACKSLASH_ESCAPES`` (``downstream.connect_for_writes`` sets its own
 ``sql_mode``).
@@ -47,6 +49,10 @@ def _bool(value: bool) -> str:
     return "1" if value else "0"
 
 
+def _decimal(value: Decimal) -> str:
+    return format(value, "f")
+
+
 _RENDER: dict[type, Callable[[Any], str]] = {
     int: str,
     str: _text,
@@ -54,7 +60,7 @@ _RENDER: dict[type, Callable[[Any], str]] = {
     bytearray: _bytes,
     memoryview: _bytes,
     float: _float,
-    Decimal: str,
+    Decimal: _decimal,
     bool: _bool,
 }
 
