@@ -20,9 +20,9 @@ load: a lossy one (``LOSSY_WRITE_CODES``) fails the batch naming the table and c
 other warning, a row count different from the lines sent, or a server that refuses LOCAL raise
 :class:`BulkRefused`, and the applier rolls the transaction back and applies the batch with statements.
 
-pymysql sends whatever file the server names in answer to a query once a connection allows local files, so a
-connection made with ``local_infile`` has it switched off again at once (:func:`usable`) and on only while one of
-these loads runs (its file is this loader's own, private to the user).
+The server names the file the client sends, and pymysql would send any file named: a connection made with
+``local_infile`` is an :class:`~sparkcdc.mysql.local_infile.OwnFileConnection`, which sends nothing outside these
+loads and, during one, only the load's own file (private to the user); a request for any other fails the batch.
 """
 
 from __future__ import annotations
@@ -31,12 +31,14 @@ import logging
 import os
 import re
 import tempfile
-from collections.abc import Iterator, Sequence
-from contextlib import contextmanager, suppress
+from collections.abc import Sequence
+from contextlib import suppress
 from dataclasses import dataclass
 from typing import Any, Final
 
+from sparkcdc.errors import SparkcdcError
 from sparkcdc.model import TableInfo
+from sparkcdc.mysql.local_infile import ForeignFileRequest, OwnFileConnection
 from sparkcdc.mysql.sql_values import KIND_BYTES, literal, value_kinds
 from sparkcdc.mysql.target import LOSSY_WRITE_CODES, MysqlTarget, lossy_write_error, quote_ident
 
@@ -99,25 +101,15 @@ def load_columns(table: TableInfo, positions: Sequence[int]) -> str:
 
 
 def usable(conn: Any) -> bool:
-    """Whether LOAD DATA LOCAL may run on ``conn`` (made with ``local_infile``): the client can restrict local files
-    to these loads (switched off here until one runs), the server allows LOCAL, and it is no TiDB (whose LOAD DATA
-    may commit on its own in batches). Raises what the driver raises."""
-    if not isinstance(getattr(conn, "_local_infile", None), bool):
-        return False  # a client without the switch: it would send any file the server asks for
-    conn._local_infile = False
+    """Whether LOAD DATA LOCAL may run on ``conn``: it sends only a load's own file (made with ``local_infile``),
+    the server allows LOCAL, and it is no TiDB (whose LOAD DATA may commit on its own in batches). Raises what the
+    driver raises."""
+    if not isinstance(conn, OwnFileConnection):
+        return False
     with conn.cursor() as cur:
         cur.execute("SELECT @@GLOBAL.local_infile, VERSION()")
         enabled, version = cur.fetchone()
     return str(enabled).upper() in ("1", "ON") and "tidb" not in str(version).lower()
-
-
-@contextmanager
-def _local_files(conn: Any) -> Iterator[None]:
-    conn._local_infile = True
-    try:
-        yield
-    finally:
-        conn._local_infile = False
 
 
 class BulkLoader:
@@ -126,15 +118,27 @@ class BulkLoader:
     def __init__(self) -> None:
         self._path: str | None = None
 
-    def load(self, conn: Any, cursor: Any, bulk: BulkLoad, *, target: MysqlTarget, schema: str, table: str) -> None:
+    def load(
+        self, conn: OwnFileConnection, cursor: Any, bulk: BulkLoad, *, target: MysqlTarget, schema: str, table: str
+    ) -> None:
         """Load ``bulk`` inside the connection's open transaction. Raises BulkRefused (roll back, use statements),
-        SparkcdcError for a value the column cannot hold (``lossy_write_error``), or what the driver raises."""
+        SparkcdcError for a value the column cannot hold (``lossy_write_error``) or a server that asked for another
+        file (final: nothing of it was sent), or what the driver raises."""
         path = self._file()
         with open(path, "wb") as f:
             f.write(bulk.data())
         try:
-            with _local_files(conn):
+            with conn.sending(path):
                 cursor.execute(bulk.statement(path))
+        except ForeignFileRequest as e:
+            raise SparkcdcError(
+                f"downstream {target}: LOAD DATA LOCAL into {schema}.{table}: the server asked for the local file "
+                f"{os.fsdecode(e.requested)[:200]!r} instead of the load's own {path!r}; refused, nothing of that "
+                "file was sent and nothing of the batch committed; a server that asks for other files is not to be "
+                "trusted: check the downstream (and what is between), or set bulk-load=false",
+                code="CDC:ErrMySQLTxnError",
+                retryable=False,
+            ) from None
         except Exception as e:
             code = e.args[0] if e.args and isinstance(e.args[0], int) else 0
             if code in _REFUSED or code in _MISREAD:

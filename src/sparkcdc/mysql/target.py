@@ -153,11 +153,14 @@ class MysqlTarget:
         return f"mysql://{auth}{self.host}:{self.port}/{self.database}"
 
     def connect(self, *, database: str | None = None, autocommit: bool = False, **extra: Any) -> Any:
-        """A new pymysql connection (utf8mb4). Raises SparkcdcError (retryable) when the server is unreachable."""
+        """A new pymysql connection (utf8mb4); with ``local_infile``, one that sends no local file but a bulk load's
+        own (``OwnFileConnection``). Raises SparkcdcError (retryable) when the server is unreachable."""
         import pymysql  # type: ignore[import-untyped]
 
+        from sparkcdc.mysql.local_infile import OwnFileConnection
+
         try:
-            return pymysql.connect(
+            return (OwnFileConnection if extra.get("local_infile") else pymysql.connect)(
                 host=self.host,
                 port=self.port,
                 user=self.user,
@@ -187,8 +190,8 @@ class MysqlTarget:
         """A connection for applying changes (no default database, autocommit off) that cannot lose data
         silently: ``WRITE_SQL_MODE`` (strict), utf8mb4 on the wire, and ``time_zone`` (see
         ``session_time_zone``) when given. Reads the settings back, because a server or proxy that ignored
-        them would bring the silent conversions back. ``local_infile``: the client may load local files (for
-        ``sparkcdc.mysql.bulk_load``, which restricts it to its own loads).
+        them would bring the silent conversions back. ``local_infile``: the client may send the server a bulk
+        load's own file, and no other (``sparkcdc.mysql.local_infile``).
 
         Raises SparkcdcError: retryable when the server is unreachable, final when it refuses the settings.
         """
