@@ -109,12 +109,16 @@ class LakeTarget:
     def check_start(self) -> None:
         """Refuse positions past rows of a lake table that is gone (deleted or recreated by hand): the source would
         resume after them and the new table would lack them. Raises SparkcdcError (CDC:ErrConsumerCheckpointAhead)."""
+        applied: dict[tuple[str, str], int] = {}  # each table's highest position commit-ts
         for cp in self.checkpoints.values():
-            if cp.partition != DDL_PARTITION and cp.commit_ts and not self.tables.applied_ts(cp.schema, cp.table):
+            if cp.partition != DDL_PARTITION and cp.commit_ts:
+                applied[(cp.schema, cp.table)] = max(applied.get((cp.schema, cp.table), 0), cp.commit_ts)
+        for (schema, table), ts in sorted(applied.items()):
+            if not self.tables.applied_ts(schema, table):
                 raise SparkcdcError(
-                    f"{self.path} says consumer {self.consumer!r} applied rows to {cp.schema}.{cp.table} up to "
-                    f"commit-ts {cp.commit_ts}, but its {self.where.fmt} table records none: was it deleted or "
-                    "recreated? To apply everything again, run with --reset-checkpoints", code=ERR_AHEAD)  # fmt: skip
+                    f"{self.path} says consumer {self.consumer!r} applied rows to {schema}.{table} up to commit-ts "
+                    f"{ts}, but its {self.where.fmt} table records none: was it deleted or recreated? To apply "
+                    "everything again, run with --reset-checkpoints", code=ERR_AHEAD)  # fmt: skip
 
     def ddl_version(self, schema: str, table: str) -> int:
         cp = self.checkpoints.get((schema, table, DDL_PARTITION))
@@ -193,20 +197,26 @@ class LakeTarget:
                                   "do not replicate key-less tables yet; exclude it or add a key")  # fmt: skip
             if pending is not None:
                 applied = self._commit(*pending, applied)
-            folded = net_change(self._counted(chain([first], group)), info.handle_key_positions, applied)  # noqa: B031
+            rows_of = self._counted(chain([first], group), applied)  # noqa: B031
+            folded = net_change(rows_of, info.handle_key_positions, applied)
             pending = info, folded  # the group was read whole by net_change, before groupby moves on
             self._seen[(schema, table)] = info
         if pending is not None:
             info, change = pending
             self._commit(info, dataclasses.replace(change, last_ts=max(change.last_ts, upto)), applied)
 
-    def _counted(self, rows: Iterable[RowChange]) -> Iterator[RowChange]:
-        n = 0
+    def _counted(self, rows: Iterable[RowChange], applied: int) -> Iterator[RowChange]:
+        """``rows``, counted: those at or below ``applied`` (the table holds them) as replays, the others applied."""
+        n = replayed = 0
         for r in rows:
-            n += 1
+            if r.commit_ts <= applied:
+                replayed += 1
+            else:
+                n += 1
             yield r
         with self.stats.lock:
             self.stats.rows_applied += n
+            self.stats.replayed_skipped += replayed
 
     def _commit(self, info: TableInfo, change: NetChange, applied: int) -> int:
         """One lake commit; returns the commit-ts the table records after it."""
@@ -258,8 +268,8 @@ class LakeTarget:
             raise refuse(event, "it carries no commit-ts, which lake targets record with every change")
         if action in _RENAMES:
             raise refuse(event, "renaming a table is not supported by lake targets yet")
-        nothing_yet = action is DDLAction.TRUNCATE_TABLE and not self.tables.applied_ts(step.schema, step.table)
-        if post is None and (action is DDLAction.CREATE_TABLE or nothing_yet):
+        if post is None and (action is DDLAction.CREATE_TABLE or (
+                action is DDLAction.TRUNCATE_TABLE and not self.tables.applied_ts(step.schema, step.table))):
             log.info("DDL %r: no definition of %s.%s here and nothing in its lake table: it is created with its "
                      "first rows", step.query, step.schema, step.table)  # fmt: skip
             return False

@@ -108,7 +108,8 @@ def test_a_replay_applies_nothing_twice(tmp_path: Path) -> None:
     target.apply(RowsStep({("db", "t", 0): [Batch(resent, _pos(0, 2, 40))]}, upto=45))
     assert lake.rows[("db", "t")] == {(1,): (1, "a"), (2,): (2, "b"), (3,): (3, "c"), (4,): (4, "d")}
     assert lake.commits == [("db.t", 20), ("db.t", 45)]
-    assert target.stats.replayed_skipped == 1  # the in-stream re-send of ts 20 after 30
+    assert target.stats.replayed_skipped == 3  # ts 10 and 20 held by the table, and the re-send of ts 20 after 30
+    assert target.stats.rows_applied == 2 + 2
 
 
 def test_a_new_table_version_inside_a_step_commits_the_older_rows_first(tmp_path: Path) -> None:
