@@ -4,21 +4,28 @@ on real trees and real tables in ``tests/integration/consumer/test_lake_consumer
 
 from __future__ import annotations
 
+import threading
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from sparkcdc.codec.base import message_encoder
+from sparkcdc.consumer.kafka_client import ClientErrors, Connection
+from sparkcdc.consumer.kafka_consumer import KafkaConsumerConfig, KafkaSource
 from sparkcdc.consumer.lake_target import LakeTarget, open_target
+from sparkcdc.consumer.runner import Consumer
 from sparkcdc.consumer.target import TargetOptions
 from sparkcdc.consumer.target import open_target as open_any_target
 from sparkcdc.errors import ConfigError, SparkcdcError
 from sparkcdc.lake.changes import NetChange
 from sparkcdc.lake.ddl import LakeDDLError
 from sparkcdc.lake.location import LakeLocation
-from sparkcdc.model import DDLAction, TableInfo
+from sparkcdc.model import DDLAction, RowChange, RowOp, TableInfo
 from sparkcdc.model.steps import DDL_PARTITION, ORDERED_PARTITION, Batch, Checkpoint, DdlStep, RowsStep
 from sparkcdc.model.table import ColumnInfo
+from tests.unit.consumer.test_kafka_loop import TOPIC, TS, FakeClient
+from tests.unit.consumer.test_kafka_loop import T as K
 from tests.unit.lake.support import T, dele, ins, table, upd
 
 KEYLESS = table(ColumnInfo("v", "varchar"))
@@ -189,3 +196,39 @@ def test_the_registry_opens_the_lake_target(tmp_path: Path) -> None:
     target = open_any_target(f"delta://{tmp_path}/lake", TargetOptions(consumer="c1"))
     assert isinstance(target, LakeTarget) and target.where.fmt == "delta"
     assert isinstance(open_target(f"iceberg://{tmp_path}/wh", TargetOptions()), LakeTarget)
+
+
+def test_kafka_consumer_into_the_lake_applies_each_change_once_across_a_replay(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    """``cdc kafka-consumer``'s loop (fake client) into the lake target: the changefeed's re-sends are folded out,
+    and a second run over the whole topic (no offsets committed: a crash) commits nothing new."""
+    enc = message_encoder("canal-json", {"enable-tidb-extension": True})
+
+    def row(ts: int, before: tuple[int, int] | None, after: tuple[int, int] | None) -> bytes:
+        op = RowOp.INSERT if before is None else RowOp.DELETE if after is None else RowOp.UPDATE
+        return enc.encode_row(RowChange(TS + ts, K, op, before, after)).value
+
+    def watermark(ts: int) -> bytes:
+        return enc.encode_watermark(TS + ts).value
+
+    topic = {
+        0: [row(1, None, (1, 1)), row(3, None, (3, 3)), watermark(4), row(6, (1, 1), (1, 60)), watermark(9)],
+        1: [row(2, None, (2, 2)), watermark(4), row(2, None, (2, 2)), row(5, (2, 2), None), watermark(9)],
+    }
+    lake = FakeLake()
+    commits: list[list[tuple[str, int]]] = []
+    for seed in range(2):
+        config = KafkaConsumerConfig.from_uri(f"kafka://127.0.0.1:9/{TOPIC}?protocol=canal-json&"
+                                              "enable-tidb-extension=true", {}, "g")  # fmt: skip
+        stop = threading.Event()
+        connection = Connection(FakeClient(topic, seed, stop, lambda offsets: None), sorted(topic), {},
+                                ClientErrors("127.0.0.1:9"))  # fmt: skip
+        monkeypatch.setattr(KafkaSource, "_connect", lambda self, c=connection: c)
+        target, _ = _target(tmp_path, lake)
+        Consumer(KafkaSource(config), target).run(stop)
+        assert lake.rows[("db", "k")] == {(1,): (1, 60), (3,): (3, 3)}
+        commits.append(list(lake.commits))
+    assert commits[0] and commits[1] == commits[0]
+    assert commits[0][-1] == ("db.k", TS + 9)  # the last step's upto: the watermark that released ts 6
+    assert target.stats.rows_applied == 0 and target.stats.replayed_skipped > 0
