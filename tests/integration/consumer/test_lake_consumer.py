@@ -45,15 +45,24 @@ def _ok(res: subprocess.CompletedProcess[str]) -> None:
     assert res.returncode == 0, res.stderr
 
 
+def _metadata(lake: Path, schema: str, name: str) -> str:
+    """The Iceberg table's current metadata file (a new one for every commit)."""
+    with sqlite3.connect(lake / "catalog.db") as cat:
+        (location,) = cat.execute("SELECT metadata_location FROM iceberg_tables WHERE table_namespace = ? AND "
+                                  "table_name = ?", (schema, name)).fetchone()  # fmt: skip
+    return str(location)
+
+
+def _version(lake: Path, fmt: str, schema: str, name: str) -> str:
+    """What changes with every commit: the Delta log's files, the Iceberg metadata file."""
+    if fmt == "delta":
+        return str(len(list((lake / schema / name / "_delta_log").glob("*.json"))))
+    return _metadata(lake, schema, name)
+
+
 def _rows(lake: Path, fmt: str, schema: str, name: str) -> list[tuple[Any, ...]]:
     """The table as the spec readers see it, rows as tuples in column order, by key; duplicates kept."""
-    if fmt == "delta":
-        got = read_delta(lake / schema / name)
-    else:
-        with sqlite3.connect(lake / "catalog.db") as cat:
-            (location,) = cat.execute("SELECT metadata_location FROM iceberg_tables WHERE table_namespace = ? AND "
-                                      "table_name = ?", (schema, name)).fetchone()  # fmt: skip
-        got = read_iceberg(location)
+    got = read_delta(lake / schema / name) if fmt == "delta" else read_iceberg(_metadata(lake, schema, name))
     return sorted((tuple(r.values()) for r in got), key=lambda row: row[0])
 
 
@@ -86,11 +95,13 @@ def test_csv_tree_with_ddl_replays_and_cutoff_equals_the_mysql_target(tmp_path: 
     assert _rows(lake, fmt, "db", "u") == [(7, "u7"), (8, "u8")]  # ts 90 > the checkpoint 80: not yet
 
     # the checkpoint moves on; then the positions are lost (a crash after the lake commits): all read again
-    tree.data("db", "t", V1 + 60, 2, [_r("D", "t", V1 + 100, 3, "c"), _r("U", "t", V1 + 100, 4, "d", 45)])
+    tree.data("db", "t", V1 + 60, 2, [_r("D", "t", V1 + 100, 3, "c", None), _r("U", "t", V1 + 100, 4, "d", 45)])
     tree.metadata(V1 + 120)
     _ok(_consume(tree, uri))
+    versions = [_version(lake, fmt, "db", name) for name in ("t", "u")]
     (lake / ".sparkcdc" / "consumer-default.json").unlink()
     _ok(_consume(tree, uri))
+    assert [_version(lake, fmt, "db", name) for name in ("t", "u")] == versions  # no commit: all held already
     assert _rows(lake, fmt, "db", "t") == [(1, "a2", None), (4, "d", 45)]
     assert _rows(lake, fmt, "db", "u") == [(7, "u7"), (8, "u8"), (9, "u9")]
     as_of = read_as_of(uri, "db.t", V1 + 80).to_pylist()
