@@ -53,7 +53,8 @@ def consumer_options(*, downstream: str = "--downstream-uri", workers: int = 4, 
     zone_help = "Session time zone for TIMESTAMP values: System, UTC or +HH:MM (the producer's --tz)."
     options = [
         click.option(downstream, "downstream_uri", required=True,
-                     help="Downstream MySQL/MariaDB/TiDB: mysql://user:pass@host:port/."),
+                     help="Downstream MySQL/MariaDB/TiDB: mysql://user:pass@host:port/ (the storage and Kafka "
+                          "consumers also take lake tables: delta:///root, iceberg:///warehouse)."),
         click.option("--log-file", default="", help="Write logs to this file instead of stderr."),
         click.option("--log-level", type=click.Choice(["debug", "info", "warn", "error"], case_sensitive=False),
                      default="info", show_default=True, help="Log level of the consumer."),

@@ -230,7 +230,8 @@ class KafkaSource:
         ddl = step.ddl
         if ddl is None:
             return ordered_step(step.rows, step.upto, self.config.batch_rows)
-        return DdlStep(ddl.schema, ddl.table, ddl.query, int(ddl.action), ddl.commit_ts)
+        return DdlStep(ddl.schema, ddl.table, ddl.query, int(ddl.action), ddl.commit_ts,
+                       definitions=lambda: (ddl.pre_table_info, ddl.table_info))  # fmt: skip
 
     @property
     def dropped(self) -> int:

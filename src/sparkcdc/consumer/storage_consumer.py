@@ -31,12 +31,14 @@ from sparkcdc.consumer.storage_reader import FileReader, ReaderConfig, SchemaEnt
 from sparkcdc.consumer.table_def import create_database_sql, create_table_sql
 from sparkcdc.consumer.target import Target
 from sparkcdc.errors import SparkcdcError
-from sparkcdc.model import RowChange
+from sparkcdc.model import RowChange, TableInfo
 from sparkcdc.model.steps import DEFAULT_BATCH_ROWS, Batch, Checkpoint, DdlStep, EngineStats, RowsStep, Step
 from sparkcdc.model.tso import physical
 from sparkcdc.storage.external import ExternalStorage
 
 log = logging.getLogger(__name__)
+
+Definitions = tuple[TableInfo | None, TableInfo | None]
 
 
 class StorageSource:
@@ -132,7 +134,24 @@ class StorageSource:
                 return
             for e in (e for e in pending if e.version == d):
                 defn = e.definition
-                yield DdlStep(defn.schema, defn.table, defn.query, defn.type, defn.table_version, source=e.path)
+                yield DdlStep(defn.schema, defn.table, defn.query, defn.type, defn.table_version, source=e.path,
+                              definitions=self._definitions(snap, e))  # fmt: skip
+
+    def _definitions(self, snap: Snapshot, entry: SchemaEntry) -> Callable[[], Definitions]:
+        """The table before the DDL (its newest earlier schema file in the tree, if any) and after it (the DDL's
+        own schema file); none for a database-level DDL. Raises CorruptDataError for a schema file that cannot
+        be read as a table."""
+
+        def load() -> Definitions:
+            defn = entry.definition
+            if not defn.table:
+                return None, None
+            versions = snap.schemas.get((defn.schema, defn.table), {})
+            earlier = [v for v in versions if v < entry.version]
+            reader = self._reader()
+            return (reader.table_info(versions[max(earlier)]) if earlier else None), reader.table_info(entry)
+
+        return load
 
     def _batches(self, target: Target, snap: Snapshot, key: StreamKey, cutoff: int) -> Iterator[Batch]:
         """One stream's rows with commit-ts <= ``cutoff`` after its checkpoint, in batches of about

@@ -4,8 +4,9 @@ Every consumer (``cdc storage-consumer``, ``cdc kafka-consumer``, ``cdc redo app
 feeding one :class:`~.runner.Consumer` loop and one :class:`Target`. A target applies
 :mod:`~sparkcdc.model.steps` atomically with each stream's position and keeps those positions itself, so a source
 resumes from what the target holds (the MySQL target: ``sparkcdc.mysql.engine.ApplyEngine``, positions in the
-downstream's checkpoint table). A new target is one module with an ``open_target(uri, options)`` function plus one
-line in :data:`TARGETS`, as sinks are (``sparkcdc.sink.base``).
+downstream's checkpoint table; the lake target: ``lake_target.LakeTarget``, the commit-ts in every lake commit).
+A new target is one module with an ``open_target(uri, options)`` function plus one line in :data:`TARGETS`, as
+sinks are (``sparkcdc.sink.base``).
 """
 
 from __future__ import annotations
@@ -68,6 +69,8 @@ class TargetOptions:
 
 # downstream URI scheme -> "module:function" opening the Target; imported when used.
 TARGETS: dict[str, str] = {
+    "delta": "sparkcdc.consumer.lake_target:open_target",
+    "iceberg": "sparkcdc.consumer.lake_target:open_target",
     "mariadb": "sparkcdc.consumer.mysql_target:open_target",
     "mysql": "sparkcdc.consumer.mysql_target:open_target",
     "mysql+ssl": "sparkcdc.consumer.mysql_target:open_target",

@@ -42,18 +42,18 @@ def apply_ddl(tables: LakeTables, ddl: DDLEvent) -> None:
         return
     info = ddl.table_info
     if info is None:
-        raise _refuse(ddl, "it carries no table definition")
+        raise refuse(ddl, "it carries no table definition")
     if ddl.action is DDLAction.TRUNCATE_TABLE:
         tables.truncate(info, ddl.commit_ts)
         return
     pre = ddl.pre_table_info
     if pre is not None and (pre.schema, pre.table) != (info.schema, info.table):
-        raise _refuse(ddl, "renaming a table is not supported by lake sinks yet")
+        raise refuse(ddl, "renaming a table is not supported by lake sinks yet")
     if pre is not None:
         before, after = arrow_schema(pre), arrow_schema(info)
         kept = [(f.name.lower(), f.type) for f in after][: len(before)]
         if kept != [(f.name.lower(), f.type) for f in before]:
-            raise _refuse(ddl, "only adding columns at the end is supported by lake sinks yet (no drop, rename, "
+            raise refuse(ddl, "only adding columns at the end is supported by lake sinks yet (no drop, rename, "
                                "type change or reorder of a column)")  # fmt: skip
         if len(after) == len(before):
             return
@@ -70,10 +70,10 @@ def _added_values(ddl: DDLEvent, columns: Iterable[ColumnInfo]) -> dict[str, Any
     try:
         return {c.name: added_value(c) for c in columns}
     except (ValueError, ArithmeticError, pa.ArrowInvalid) as e:
-        raise _refuse(ddl, f"the value existing rows get is not known exactly ({e})") from e
+        raise refuse(ddl, f"the value existing rows get is not known exactly ({e})") from e
 
 
-def _refuse(ddl: DDLEvent, why: str) -> LakeDDLError:
+def refuse(ddl: DDLEvent, why: str) -> LakeDDLError:
     return LakeDDLError(
         f"DDL {ddl.query!r} on {ddl.schema}.{ddl.table} at commit-ts {ddl.commit_ts}: {why}; "
         "exclude the table from the changefeed ([filter] rules) or recreate its lake table from a new changefeed"

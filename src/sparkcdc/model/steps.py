@@ -109,7 +109,9 @@ class RowsStep:
 @dataclass(frozen=True)
 class DdlStep:
     """One DDL, run after every earlier step. ``version`` is its commit-ts (TableVersion); ``source`` names where it
-    came from in errors (a schema file, a redo log file)."""
+    came from in errors (a schema file, a redo log file). ``definitions`` gives the table's definition before and
+    after the DDL where the source knows them (a storage tree's schema files, a Kafka DDL message that carries
+    them), called only by a target with no catalog of its own to run ``query`` in (lake tables)."""
 
     schema: str
     table: str
@@ -117,6 +119,7 @@ class DdlStep:
     action: int
     version: int
     source: str = ""
+    definitions: Callable[[], tuple[TableInfo | None, TableInfo | None]] | None = field(default=None, compare=False)
 
 
 Step = RowsStep | DdlStep

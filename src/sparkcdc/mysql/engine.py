@@ -160,7 +160,7 @@ class ApplyEngine:
         for batch in batches:
             cp = self.checkpoints.get(key)
             ordered = key[2] <= ORDERED_PARTITION
-            rows, skipped = _fresh(batch.rows, cp.commit_ts if cp is not None else 0, ordered)
+            rows, skipped = fresh_rows(batch.rows, cp.commit_ts if cp is not None else 0, ordered)
             if skipped:
                 log.warning("skipped %d replayed rows with commit-ts %s the applied checkpoint %d in %s.%s "
                             "(stream %d)", skipped, "at or below" if ordered else "below", cp.commit_ts if cp else 0,
@@ -224,7 +224,7 @@ class ApplyEngine:
             self.on_progress()
 
 
-def _fresh(rows: Sequence[AppliedRow], applied: int, inclusive: bool) -> tuple[Sequence[AppliedRow], int]:
+def fresh_rows(rows: Sequence[AppliedRow], applied: int, inclusive: bool) -> tuple[Sequence[AppliedRow], int]:
     """``rows`` without replays, and how many were dropped (see the module docstring). A row without a commit-ts
     (CSV without include-commit-ts) is never a replay by commit-ts."""
     if inclusive:
