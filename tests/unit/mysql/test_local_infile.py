@@ -49,6 +49,9 @@ class FakeServer:
     def settimeout(self, timeout: float | None) -> None:
         pass
 
+    def close(self) -> None:
+        """pymysql closes the socket when the connection is collected (``Connection.__del__``)."""
+
     def read(self, n: int) -> bytes:
         out = bytes(self._inbox[:n])
         del self._inbox[:n]
