@@ -50,7 +50,8 @@ def run_changefeed_e2e(db: FreshDatabase, mariadb: MariaDB, root: Path, sink_uri
 
 def assert_private_state(data_dir: Path, changefeed: str) -> None:
     """What holds the sink URI and its secrets is this user's only (issue 26, item 6): the data dir 0700, the metadata
-    store 0600, the changefeed's state dir 0700 and its spec 0600; Spark's checkpoint holds no copy of the URI."""
+    store 0600, the changefeed's state dir 0700 and its spec 0600; Spark's checkpoint holds no copy of the URI, and its
+    scratch space is inside the data dir."""
 
     def mode(path: Path) -> int:
         return stat.S_IMODE(path.stat().st_mode)
@@ -62,6 +63,8 @@ def assert_private_state(data_dir: Path, changefeed: str) -> None:
     assert mode(state / "spec.json") == 0o600 and b"protocol=" in (state / "spec.json").read_bytes()
     checkpoint = [p for p in (state / "spark").rglob("*") if p.is_file()]
     assert checkpoint and not [p for p in checkpoint if b"protocol=" in p.read_bytes()]
+    scratch = data_dir / "spark-local"  # Spark's block manager files hold the changefeed's rows
+    assert mode(scratch) == 0o700 and [p for p in scratch.iterdir() if p.name.startswith("blockmgr-")]
 
 
 def _healthy(server: SparkServer) -> None:

@@ -214,7 +214,8 @@ class SparkRunner:
         began = time.monotonic()
         try:
             self._spark = build_session(self.ctx.spark_master, "sparkcdc-server", hold_fds=self.ctx.hold_fds,
-                                        home_dir=Path(self.ctx.data_dir) / "spark-home")  # fmt: skip
+                                        home_dir=Path(self.ctx.data_dir) / "spark-home",
+                                        extra=self._scratch_settings())  # fmt: skip
             with self._lock:
                 waiting = bool(self._feeds)
             work = Path(self.ctx.data_dir) / "warmup"
@@ -231,6 +232,18 @@ class SparkRunner:
             log.error("cannot start Spark (%s): %s", self.ctx.spark_master, _first_line(e))
         finally:
             self._spark_ready.set()
+
+    def _scratch_settings(self) -> dict[str, str]:
+        """In local mode, Spark's scratch space (shuffle and spill files, the Python workers' batches: the
+        changefeeds' rows) goes to ``<data-dir>/spark-local``, private (0700) like the rest of the data dir, instead of
+        world-readable directories in /tmp. Emptied at each start: only a dead server's JVM wrote what is there (a
+        live one would hold the data dir's lock), and a killed JVM never cleans up. A cluster's executors keep the
+        workers' own ``spark.local.dir``: this path is the driver machine's."""
+        if not self.ctx.spark_master.startswith("local"):
+            return {}
+        scratch = Path(self.ctx.data_dir) / "spark-local"
+        shutil.rmtree(scratch, ignore_errors=True)
+        return {"spark.local.dir": str(private_dir(scratch))}
 
     def ready(self) -> bool:
         return self._spark_ready.is_set() and self._spark is not None
