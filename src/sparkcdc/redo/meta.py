@@ -97,3 +97,19 @@ def collect(storage: ExternalStorage, key: str, checkpoint_ts: int) -> int:
             storage.delete(path)
             deleted += 1
     return deleted
+
+
+def remove_all(config: ConsistentConfig, changefeed: str) -> int:
+    """Delete the redo log of a removed changefeed (TiCDC's owner does the same): its meta first, so that an
+    interrupted removal never leaves a meta over a partial log for ``cdc redo apply`` to trust, then every log file;
+    other changefeeds' files under the same storage are kept. Returns how many files went. Raises StorageError."""
+    with _lock:
+        _last.pop((config.storage, changefeed), None)  # a changefeed created again under this id starts afresh
+    storage = ExternalStorage.from_uri(config.storage)
+    key = file_key(changefeed)
+    deleted = 0
+    if storage.exists(meta_name(key)):
+        storage.delete(meta_name(key))
+        deleted += 1
+    return deleted + collect(storage, key, 2**64)
+

@@ -45,6 +45,7 @@ from sparkcdc.changefeed.snapshot import SnapshotProgress
 from sparkcdc.errors import ConfigError, SparkcdcError
 from sparkcdc.filter import is_system_schema
 from sparkcdc.masking import mask_uri, unmask_config
+from sparkcdc.redo import meta as redo_meta
 from sparkcdc.server.catchup import CatchUpLog
 from sparkcdc.server.gc import GcPolicy, gc_ttl_exceeded, safepoint, stopped_since
 from sparkcdc.server.lag_history import LagHistory
@@ -362,11 +363,28 @@ class ChangefeedManager:
             except SparkcdcError as e:
                 log.warning("changefeed=%s: runner cleanup failed: %s", changefeed_id, e)
             deleted = self.store.delete(namespace, changefeed_id)
+            self._remove_redo_log(info)
             self.metrics.forget(namespace, changefeed_id)
             self._catch_up.forget(f"{namespace}/{changefeed_id}")
             self.history.forget(f"{namespace}/{changefeed_id}")
             log.info("removed changefeed=%s", changefeed_id)
             return deleted
+
+    @staticmethod
+    def _remove_redo_log(info: ChangefeedInfo) -> None:
+        """A removed changefeed's redo log goes with it, as in TiCDC; a storage that refuses leaves the files and
+        says so (the changefeed is removed all the same: its redo log would only be read by hand now)."""
+        consistent = info.config.consistent()
+        if not consistent.enabled:
+            return
+        try:
+            deleted = redo_meta.remove_all(consistent, f"{info.namespace}/{info.id}")
+        except SparkcdcError as e:
+            log.warning("changefeed=%s: its redo log in %s was not deleted (%s); delete it by hand", info.id,
+                        mask_uri(consistent.storage), e.message)  # fmt: skip
+            return
+        log.info("changefeed=%s: deleted its redo log (%d files) in %s", info.id, deleted,
+                 mask_uri(consistent.storage))  # fmt: skip
 
     # -- GC -----------------------------------------------------------------------------------------------
     def gc_once(self) -> int:
