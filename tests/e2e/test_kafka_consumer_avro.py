@@ -3,12 +3,15 @@ per table, schemas in a real registry) -> one consumer per topic -> a second Mar
 table. Two changefeeds over one workload (every MySQL type avro carries, key-changing updates of a primary and a
 composite unique key, ADD/DROP/MODIFY COLUMN mid-stream): DECIMAL and BIGINT UNSIGNED as Avro's decimal and long,
 and both as strings. Both have ``enable-tidb-extension`` and ``avro-enable-watermark``, which the consumer needs
-(``sparkcdc.consumer.kafka_avro``). The first is applied through 3x kill -9 of a consumer while it applies; the
-second's consumers start while the registry is stopped for 15 s: they warn, retry and resume, nothing lost."""
+(``sparkcdc.consumer.kafka_avro``). The server (and its Spark JVM) is killed with -9 three times while the workload
+runs, each time with rows written that no checkpoint covers yet, so the restarted changefeeds send some again. The
+first changefeed's topics are then applied through 3x kill -9 of a consumer while it applies; the second's
+consumers start while the registry is stopped for 15 s: they warn, retry and resume, nothing lost."""
 
 from __future__ import annotations
 
 import logging
+import random
 import subprocess
 import time
 from pathlib import Path
@@ -20,13 +23,14 @@ from sparkcdc.devtools.apache_kafka import ApacheKafka
 from sparkcdc.devtools.mariadb import MariaDB
 from sparkcdc.devtools.schema_registry import SchemaRegistry
 from sparkcdc.mysql.target import MysqlTarget
+from sparkcdc.pipeline.progress import read_progress
 from tests.e2e.avro_readback import TypesWorkload
 from tests.e2e.downstream import check, mysql_uri
 from tests.e2e.test_changefeed_avro import create
 from tests.e2e.test_kafka_consumer import starts, terminate
 from tests.fixtures.mariadb import FreshDatabase
 from tests.integration.consumer.servers import run_sql
-from tests.integration.pipeline.server import CDC, SparkServer, now_tso, server_env
+from tests.integration.pipeline.server import CDC, SparkServer, StatusWatch, clock_tso, now_tso, server_env
 
 pytestmark = pytest.mark.e2e
 
@@ -36,13 +40,18 @@ MODES = {
     "string": f"{APPLIED}&avro-decimal-handling-mode=string&avro-bigint-unsigned-handling-mode=string",
 }
 TABLES = ("types", "pairs")
-KILLS = 3
+KILLS = 3  # of a consumer
+SERVER_KILLS = 3
+STEPS = 150
 OUTAGE_SECONDS = 15.0
 log = logging.getLogger(__name__)
 
 
 class Consumers:
-    """One ``cdc kafka-consumer`` per table topic of changefeed ``cf``, each with a log of its own."""
+    """One ``cdc kafka-consumer`` per table topic of changefeed ``cf``, each with a log of its own. Each applies one
+    row per downstream transaction (``--batch-rows 1``): the rows written while the server was down arrive under one
+    watermark, so one step releases over a hundred rows, and in 5-row transactions such a step was applied between
+    two polls of the row count, leaving no moment to kill the consumer inside it."""
 
     def __init__(self, kafka: ApacheKafka, registry: str, db: FreshDatabase, target: MysqlTarget,
                  cf: str, tmp_path: Path) -> None:  # fmt: skip
@@ -52,7 +61,7 @@ class Consumers:
                 f"kafka://{kafka.bootstrap}/{cf}_{db.name}_{t}?{MODES[cf]}&partition-num=3",
                 "--schema-registry-uri", registry, "--downstream-uri", mysql_uri(target.host, target.port),
                 "--consumer-group-id", f"g-{cf}-{t}", "--log-file", str(tmp_path / f"{cf}-{t}.log"), "--quiet",
-                "--batch-rows", "5"]
+                "--batch-rows", "1"]
             for t in TABLES
         }  # fmt: skip
         self.logs = {t: tmp_path / f"{cf}-{t}.log" for t in TABLES}
@@ -116,6 +125,34 @@ def outage(registry: SchemaRegistry, consumers: Consumers) -> None:
     log.info("registry outage: %.1fs; the consumers warned and retried", time.monotonic() - stopped)
 
 
+def server_kills(server: SparkServer, db: FreshDatabase, types: TypesWorkload) -> list[bool]:
+    """Run the workload in ``SERVER_KILLS + 1`` slices; after each but the last, once the (re)started changefeeds
+    have committed a batch, kill -9 the server a few status polls after the slice's last write, and start it again.
+    Returns, for each kill, whether ``precise`` had left rows of the slice uncommitted (its progress file, which the
+    API lags, below the slice's end)."""
+    rng = random.Random(29)
+    progress = server.data_dir / "changefeeds" / "default" / "precise" / "progress.json"
+    uncovered = []
+    bounds = [STEPS * k // (SERVER_KILLS + 1) for k in range(SERVER_KILLS + 2)]
+    started = time.monotonic()
+    with StatusWatch(server, "precise") as watch:
+        for k in range(SERVER_KILLS + 1):
+            watch.wait_past(clock_tso())  # the (re)started query runs: it committed a batch after now
+            for i in range(bounds[k], bounds[k + 1]):
+                types.step(i)
+            if k == SERVER_KILLS:
+                break
+            written = now_tso(db)
+            watch.wait_polls(rng.randint(0, 3))
+            server.kill()
+            committed = read_progress(progress)
+            uncovered.append(committed is None or committed.checkpoint_ts < written)
+            server.start()
+    log.info("%d server kills in %.1fs; rows uncommitted at each: %s", SERVER_KILLS, time.monotonic() - started,
+             uncovered)  # fmt: skip
+    return uncovered
+
+
 def downstream_rows(target: MysqlTarget, db: str) -> int:
     """Rows of the downstream ``types`` table, -1 before it exists."""
     if not run_sql(target, f"SHOW TABLES FROM `{db}` LIKE 'types'"):
@@ -134,13 +171,13 @@ def test_kafka_consumer_applies_avro_topics_through_kill_9_and_a_registry_outage
             create(server, db, apache_kafka, schema_registry.url, cf, params, tmp_path)
         types = TypesWorkload(db)
         types.create()  # after the changefeeds: each table's CREATE TABLE is in its topic
-        for i in range(150):
-            types.step(i)
+        uncovered = server_kills(server, db, types)
         end = now_tso(db)
         for cf in MODES:
             server.wait_checkpoint(cf, end, timeout=300)
     finally:
         server.stop()
+    assert any(uncovered), uncovered  # a kill landed with rows on their way to the broker
     upstream = {t: db.query(f"SELECT COUNT(*) FROM `{t}`")[0][0] for t in TABLES}
 
     for cf in MODES:
