@@ -185,3 +185,19 @@ def test_config_repr_masks_the_registry_password() -> None:
     cfg = AvroConfig.from_options({"schema-registry": "https://user:s3cret@reg:8081"})
     assert "s3cret" not in repr(cfg) and "xxxxx" in str(cfg)
     assert wire.subject("a.b", wire.KEY_SUFFIX) == "a_b-key"
+
+
+def test_tables_sharing_a_hard_coded_topic_share_its_subjects() -> None:
+    """TiCDC's subjects are the topic's (``<topic>-key``, ``<topic>-value``), whatever the table: two tables in one
+    hard-coded topic register their schemas as versions of the same subjects, and each message carries its own
+    table's schema id, so it decodes as a row of its table."""
+    registry = MemoryRegistry()
+    encoder, decoder = codec(registry)
+    a = replace(make_table([ColumnInfo("id", "int", nullable=False), ColumnInfo("v", "varchar", length=8)]), table="a")
+    b = replace(a, table="b", table_id=43)
+    for r in (RowChange(1, a, RowOp.INSERT, None, (1, "x")), RowChange(2, b, RowOp.INSERT, None, (2, "y")),
+              RowChange(3, a, RowOp.INSERT, None, (3, "z"))):  # fmt: skip
+        (event,) = decoder.decode(encoder.encode_row(r, "all.tables"))
+        assert (event.table.table, event.after) == (r.table.table, r.after)
+    assert set(registry.subjects) == {"all_tables-key", "all_tables-value"}
+    assert [len(v) for v in registry.subjects.values()] == [2, 2]  # a's version, then b's; a's again is no new one
