@@ -4,8 +4,8 @@
                                                   [--watermark-rows 5000] [--protocols simple,canal-json]
                                                   [--storage-workers 4] [--rounds 1] [--profile 0]
 
-What it measures, in one run on one MariaDB (``sparkcdc.devtools.mariadb``) and one tansu broker
-(``sparkcdc.devtools.kafka``), both private, on the same generated events:
+What it measures, in one run on one MariaDB (``sparkcdc.devtools.mariadb``) and one Apache Kafka broker
+(``sparkcdc.devtools.apache_kafka``), both private, on the same generated events:
 
 * candidate: :class:`~sparkcdc.consumer.kafka_consumer.KafkaSource` in the consumer loop (``cdc kafka-consumer``),
   in-process, timed from ``run()`` (connect, assign, every fetch, decode, ordering, apply, offset commits) until
@@ -55,7 +55,7 @@ from kafka_sink import _QUIET, PARTITIONS, Partitions, create_topic, produce
 from sparkcdc.codec.base import message_encoder
 from sparkcdc.consumer.kafka_consumer import KafkaConsumerConfig, KafkaSource
 from sparkcdc.consumer.runner import Consumer
-from sparkcdc.devtools.kafka import KafkaBroker
+from sparkcdc.devtools.apache_kafka import ApacheKafka
 from sparkcdc.devtools.mariadb import MariaDB
 from sparkcdc.model import RowChange, RowOp
 from sparkcdc.model.events import split_key_updates
@@ -190,7 +190,7 @@ def main(argv: list[str] | None = None) -> int:
         work = Path(tmp)
         write_tree(streams, work / "tree")
         db = MariaDB(work / "mariadb").start()
-        broker = KafkaBroker(work / "kafka").start()
+        broker = ApacheKafka(work / "kafka").start(timeout=90)
         try:
             assert db.port is not None
             target = MysqlTarget("127.0.0.1", db.port)

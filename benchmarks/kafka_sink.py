@@ -1,4 +1,4 @@
-"""Kafka sink benchmark: private MariaDB -> puller -> Spark query -> Kafka sink on a private broker (tansu).
+"""Kafka sink benchmark: private MariaDB -> puller -> Spark query -> Kafka sink on a private Apache Kafka broker.
 
     .venv/bin/python benchmarks/kafka_sink.py [--rows 500000] [--tables 4] [--txn-rows 1000] [--master 'local[2]']
                                               [--rounds 2] [--protocols canal-json,simple,avro] [--producer-runs 3]
@@ -45,7 +45,7 @@ from pathlib import Path
 from typing import Any
 
 from changefeed import Bench, progress_checkpoint
-from sparkcdc.devtools.kafka import KafkaBroker
+from sparkcdc.devtools.apache_kafka import ApacheKafka
 from sparkcdc.devtools.schema_registry import SchemaRegistry
 from sparkcdc.pipeline.query import build_session
 from sparkcdc.pipeline.spec import FeedSpec
@@ -128,7 +128,7 @@ def writer_tasks(topic: str, partitions: int, writers: int) -> int:
     return len({route_of(topic, p) % writers for p in range(partitions)})
 
 
-def run_kafka(bench: Bench, spark: Any, broker: KafkaBroker, protocol: str, name: str,
+def run_kafka(bench: Bench, spark: Any, broker: ApacheKafka, protocol: str, name: str,
               registry: str) -> dict[str, Any]:  # fmt: skip
     """Catch-up rows/s of a Kafka changefeed with ``protocol``, then the producer baseline on its messages."""
     feed = KafkaFeed(broker.bootstrap, f"bench-{name}", protocol, registry)
@@ -152,7 +152,7 @@ def run_kafka(bench: Bench, spark: Any, broker: KafkaBroker, protocol: str, name
         create_topic(admin, baseline, len(messages))
         runs.append(produce(broker.bootstrap, baseline, messages))
         for f in admin.delete_topics([baseline], request_timeout=30).values():
-            f.result()  # tansu keeps topics in memory
+            f.result()
     for f in admin.delete_topics([topics[0]], request_timeout=30).values():
         f.result()
     seconds = statistics.median(runs)
@@ -178,7 +178,7 @@ def main() -> int:
     results: dict[str, list[dict[str, Any]]] = {c: [] for c in configs}
     with tempfile.TemporaryDirectory(prefix="sparkcdc-bench-") as tmp:
         bench = Bench(Path(tmp), args)
-        broker = KafkaBroker(Path(tmp) / "kafka").start()
+        broker = ApacheKafka(Path(tmp) / "kafka").start(timeout=90)
         registry = SchemaRegistry(Path(tmp) / "registry").start() if "avro" in protocols else None
         if registry is not None:  # the tables share a topic, so its value subject holds every table's schema
             import httpx

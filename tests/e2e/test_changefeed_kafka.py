@@ -19,7 +19,7 @@ import pytest
 
 from sparkcdc.codec.base import message_decoder
 from sparkcdc.devtools.apache_kafka import ApacheKafka
-from sparkcdc.devtools.kafka import KafkaBroker, Partitions, read_topic
+from sparkcdc.devtools.kafka import Partitions, read_topic
 from sparkcdc.model import RowChange
 from sparkcdc.pipeline.source_rows import image
 from tests.fixtures.mariadb import FreshDatabase
@@ -35,11 +35,6 @@ from tests.integration.sink.kafka_replay import (
 
 pytestmark = pytest.mark.e2e
 
-
-@pytest.fixture
-def kafka_broker(apache_kafka: ApacheKafka) -> ApacheKafka:
-    """These tests run on Apache Kafka, the broker users run (issue 29), instead of the session's tansu broker."""
-    return apache_kafka
 
 PROTOCOLS = {
     "canal-json": ("protocol=canal-json&enable-tidb-extension=true", "", {"enable-tidb-extension": True}),
@@ -90,7 +85,7 @@ def extra_ddls(work: Workload, db: FreshDatabase) -> None:
 
 @pytest.mark.parametrize("flavour", sorted(PROTOCOLS))
 def test_changefeed_to_kafka(
-    flavour: str, fresh_db: FreshDatabase, spark_server: SparkServer, kafka_broker: KafkaBroker, tmp_path: Path,
+    flavour: str, fresh_db: FreshDatabase, spark_server: SparkServer, apache_kafka: ApacheKafka, tmp_path: Path,
     spark: Any,
 ) -> None:  # fmt: skip
     params, codec_toml, decode_options = PROTOCOLS[flavour]
@@ -103,7 +98,7 @@ def test_changefeed_to_kafka(
     cfg = tmp_path / "cf.toml"
     dispatcher = f'{{matcher = ["{db.name}.*"], topic = "{{schema}}_{{table}}", partition = "index-value"}}'
     cfg.write_text(f'[filter]\nrules = ["{db.name}.*"]\n\n[sink]\ndispatchers = [{dispatcher}]\n' + codec_toml)
-    uri = f"kafka://{kafka_broker.bootstrap}/{default_topic}?{params}&partition-num=3"
+    uri = f"kafka://{apache_kafka.bootstrap}/{default_topic}?{params}&partition-num=3"
     created = server.cli("create", "--sink-uri", uri, "--changefeed-id", "cf-kafka", "--config", str(cfg))
     assert created.returncode == 0, created.stderr + created.stdout
     for i in range(80):
@@ -117,8 +112,8 @@ def test_changefeed_to_kafka(
     server.remove("cf-kafka")  # nothing more is sent while the topics are read
 
     tables = [f"{db.name}_{n}" for n in (*work.names, "w2")]
-    topics = {t: read_topic(kafka_broker.bootstrap, t) for t in tables}
-    topics[default_topic] = read_topic(kafka_broker.bootstrap, default_topic)
+    topics = {t: read_topic(apache_kafka.bootstrap, t) for t in tables}
+    topics[default_topic] = read_topic(apache_kafka.bootstrap, default_topic)
     summary, got = replay_partitions(topics, protocol, decode_options)
     want = work.expected()
     for name, rows in want.items():
@@ -142,12 +137,12 @@ def test_changefeed_to_kafka(
     register(spark)
     for topic, partitions in topics.items():
         df = spark.read.format("ticdc-kafka").options(**{k: str(v) for k, v in decode_options.items()})
-        read = Counter(row_key(r) for r in df.load(f"kafka://{kafka_broker.bootstrap}/{topic}?{params}").collect())
+        read = Counter(row_key(r) for r in df.load(f"kafka://{apache_kafka.bootstrap}/{topic}?{params}").collect())
         assert read == decoded_rows(partitions, protocol, decode_options), topic
 
 
 def test_kafka_changefeed_errors_are_clear_and_secret_free(
-    fresh_db: FreshDatabase, spark_server: SparkServer, kafka_broker: KafkaBroker, tmp_path: Path
+    fresh_db: FreshDatabase, spark_server: SparkServer, apache_kafka: ApacheKafka, tmp_path: Path
 ) -> None:
     """An oversized row with large-message-handle-option none fails the changefeed with TiCDC's code; a changefeed
     whose SASL login cannot work is refused at create, as TiCDC refuses it, in one line; its password appears
@@ -158,14 +153,14 @@ def test_kafka_changefeed_errors_are_clear_and_secret_free(
     server = spark_server
     cfg = tmp_path / "cf.toml"
     cfg.write_text(f'[filter]\nrules = ["{db.name}.*"]\n')
-    big = f"kafka://{kafka_broker.bootstrap}/{db.name}-big?protocol=simple&max-message-bytes=4096"
+    big = f"kafka://{apache_kafka.bootstrap}/{db.name}-big?protocol=simple&max-message-bytes=4096"
     created = server.cli("create", "--sink-uri", big, "--changefeed-id", "cf-big", "--config", str(cfg))
     assert created.returncode == 0, created.stderr + created.stdout
-    sasl = (f"kafka://{kafka_broker.bootstrap}/{db.name}-sasl?protocol=simple&sasl-mechanism=plain"
+    sasl = (f"kafka://{apache_kafka.bootstrap}/{db.name}-sasl?protocol=simple&sasl-mechanism=plain"
             f"&sasl-user=cdc&sasl-password={secret}&dial-timeout=2s")  # fmt: skip
     refused = server.cli("create", "--sink-uri", sasl, "--changefeed-id", "cf-sasl", "--config", str(cfg))
     assert refused.returncode != 0 and "Traceback" not in refused.stderr, refused.stderr
-    assert f"[CDC:ErrKafkaNewProducer] cannot reach the Kafka cluster at {kafka_broker.bootstrap}" in (
+    assert f"[CDC:ErrKafkaNewProducer] cannot reach the Kafka cluster at {apache_kafka.bootstrap}" in (
         refused.stderr.strip().splitlines()[-1]), refused.stderr  # fmt: skip
     db.execute("INSERT INTO big VALUES (1, 'small')", "INSERT INTO big VALUES (2, REPEAT('x', 6000))")
     deadline = time.monotonic() + 120

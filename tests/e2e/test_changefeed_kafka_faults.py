@@ -4,7 +4,7 @@
   but not committed, restarting it each time: the changefeed resumes from its checkpoint, the checkpoint the
   Open API shows never goes back, nothing is lost and a partition's commit-ts goes back only where the
   uncommitted batch is sent again (at-least-once).
-* the broker frozen for 15 s (SIGSTOP: tansu keeps its topics in memory, a real stop would lose them): the
+* the broker frozen for 15 s (SIGSTOP: it neither answers nor closes its connections, as a hung broker): the
   batch in flight times out after ``write-timeout`` (10 s), the changefeed shows ``warning`` with the Kafka
   error, retries and comes back to ``normal`` once the broker answers; nothing is lost. The frozen broker still
   appends what it had received when it wakes, so the timed-out messages arrive as well as their resend.
@@ -25,7 +25,7 @@ import pytest
 
 from sparkcdc.codec.simple.decoder import SimpleDecoder
 from sparkcdc.devtools.apache_kafka import ApacheKafka
-from sparkcdc.devtools.kafka import KafkaBroker, Partitions, read_topic
+from sparkcdc.devtools.kafka import Partitions, read_topic
 from sparkcdc.devtools.mariadb import MariaDB
 from sparkcdc.pipeline.progress import read_progress
 from tests.fixtures.mariadb import FreshDatabase
@@ -43,10 +43,6 @@ from tests.integration.sink.kafka_replay import (
 pytestmark = pytest.mark.e2e
 
 
-@pytest.fixture
-def kafka_broker(apache_kafka: ApacheKafka) -> ApacheKafka:
-    """These tests run on Apache Kafka, the broker users run (issue 29), instead of the session's tansu broker."""
-    return apache_kafka
 log = logging.getLogger(__name__)
 
 KILLS = 5
@@ -97,7 +93,7 @@ class SentWatch:
             consumer.close()
 
 
-def create_changefeed(server: SparkServer, db: FreshDatabase, broker: KafkaBroker, cf: str, params: str,
+def create_changefeed(server: SparkServer, db: FreshDatabase, broker: ApacheKafka, cf: str, params: str,
                       tmp_path: Path) -> str:  # fmt: skip
     """A changefeed to 3-partition ``{schema}_{table}`` topics (index-value); returns its default topic."""
     default_topic = f"{db.name}-{cf}-default"
@@ -110,7 +106,7 @@ def create_changefeed(server: SparkServer, db: FreshDatabase, broker: KafkaBroke
     return default_topic
 
 
-def read_all(broker: KafkaBroker, db: FreshDatabase, work: Workload, default_topic: str) -> dict[str, Partitions]:
+def read_all(broker: ApacheKafka, db: FreshDatabase, work: Workload, default_topic: str) -> dict[str, Partitions]:
     topics = {f"{db.name}_{n}": read_topic(broker.bootstrap, f"{db.name}_{n}") for n in work.names}
     topics[default_topic] = read_topic(broker.bootstrap, default_topic)
     return topics
@@ -140,13 +136,13 @@ def check_topics(topics: dict[str, Partitions], protocol: str, options: dict[str
 
 
 def test_kill_9_during_kafka_workload(
-    fresh_db: FreshDatabase, mariadb: MariaDB, kafka_broker: KafkaBroker, tmp_path: Path
+    fresh_db: FreshDatabase, mariadb: MariaDB, apache_kafka: ApacheKafka, tmp_path: Path
 ) -> None:
     rng = random.Random(2027)
     work = Workload(fresh_db, tables=3, seed=13, ddl_every=150)
     work.create()
     server = SparkServer(tmp_path, mariadb.port or 0).start()
-    default_topic = create_changefeed(server, fresh_db, kafka_broker, "cf-kill", "protocol=simple", tmp_path)
+    default_topic = create_changefeed(server, fresh_db, apache_kafka, "cf-kill", "protocol=simple", tmp_path)
     bg = Background(work)
     progress = server.data_dir / "changefeeds" / "default" / "cf-kill" / "progress.json"
 
@@ -159,7 +155,7 @@ def test_kill_9_during_kafka_workload(
         with StatusWatch(server, "cf-kill") as watch:
             watch.wait_past(clock_tso())
             bg.thread.start()
-            with SentWatch(kafka_broker.bootstrap, [f"{fresh_db.name}_{n}" for n in work.names]) as sent:
+            with SentWatch(apache_kafka.bootstrap, [f"{fresh_db.name}_{n}" for n in work.names]) as sent:
                 since = clock_tso()
                 for kill in range(KILLS):
                     # Once the (re)started query committed a batch (the first polls after a restart can show a
@@ -194,7 +190,7 @@ def test_kill_9_during_kafka_workload(
     assert watch.checkpoints == sorted(watch.checkpoints), watch.checkpoints
     assert watch.checkpoint >= end
 
-    topics = read_all(kafka_broker, fresh_db, work, default_topic)
+    topics = read_all(apache_kafka, fresh_db, work, default_topic)
     summary, got = replay_partitions(topics, "simple", {})
     want = work.expected()
     for name, rows in want.items():
@@ -207,14 +203,14 @@ def test_kill_9_during_kafka_workload(
 
 
 def test_broker_paused_during_workload(
-    fresh_db: FreshDatabase, mariadb: MariaDB, kafka_broker: KafkaBroker, tmp_path: Path
+    fresh_db: FreshDatabase, mariadb: MariaDB, apache_kafka: ApacheKafka, tmp_path: Path
 ) -> None:
     params = "protocol=canal-json&enable-tidb-extension=true"
     options = {"enable-tidb-extension": True}
     work = Workload(fresh_db, tables=3, seed=17, ddl_every=150)
     work.create()
     server = SparkServer(tmp_path, mariadb.port or 0).start()
-    default_topic = create_changefeed(server, fresh_db, kafka_broker, "cf-pause", params, tmp_path)
+    default_topic = create_changefeed(server, fresh_db, apache_kafka, "cf-pause", params, tmp_path)
     bg = Background(work)
     try:
         with StatusWatch(server, "cf-pause") as watch:
@@ -222,11 +218,11 @@ def test_broker_paused_during_workload(
             bg.thread.start()
             watch.wait_past(clock_tso())  # rows are flowing
             paused = time.monotonic()
-            kafka_broker.pause()
+            apache_kafka.pause()
             try:
                 watch.wait("the pause", lambda: time.monotonic() - paused >= PAUSE_SECONDS, PAUSE_SECONDS + 5)
             finally:
-                kafka_broker.resume()
+                apache_kafka.resume()
             resumed = time.monotonic()
             watch.wait("warning", lambda: any(s["state"] == "warning" for t, s in watch.seen if t > paused), 60)
             watch.wait("normal again", lambda: watch.seen[-1][1]["state"] == "normal", 120)
@@ -237,7 +233,7 @@ def test_broker_paused_during_workload(
             end = now_tso(fresh_db)
             server.wait_checkpoint("cf-pause", end, timeout=120)
     finally:
-        kafka_broker.resume()  # idempotent; the session's broker must never stay frozen
+        apache_kafka.resume()  # idempotent; the session's broker must never stay frozen
         bg.stop.set()
         bg.thread.join(60)
         server.stop()
@@ -251,7 +247,7 @@ def test_broker_paused_during_workload(
     assert watch.checkpoints == sorted(watch.checkpoints), watch.checkpoints
     assert all(s["state"] in ("normal", "warning") for _, s in watch.seen), watch.seen
 
-    topics = read_all(kafka_broker, fresh_db, work, default_topic)
+    topics = read_all(apache_kafka, fresh_db, work, default_topic)
     summary, got = replay_partitions(topics, "canal-json", options)
     want = work.expected()
     for name, rows in want.items():

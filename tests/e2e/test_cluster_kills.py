@@ -25,8 +25,9 @@ from typing import Any
 import httpx
 import pytest
 
+from sparkcdc.devtools.apache_kafka import ApacheKafka
 from sparkcdc.devtools.etcd import EtcdServer
-from sparkcdc.devtools.kafka import KafkaBroker, read_topic
+from sparkcdc.devtools.kafka import read_topic
 from sparkcdc.devtools.mariadb import MariaDB
 from sparkcdc.storage.external import ExternalStorage
 from tests.e2e.test_changefeed_kafka import decoded_rows
@@ -131,7 +132,7 @@ class Watch:
 
 
 def test_five_kills_across_three_servers_with_four_changefeeds(
-    fresh_db: FreshDatabase, mariadb: MariaDB, etcd: EtcdServer, kafka_broker: KafkaBroker, tmp_path: Path
+    fresh_db: FreshDatabase, mariadb: MariaDB, etcd: EtcdServer, apache_kafka: ApacheKafka, tmp_path: Path
 ) -> None:
     db = fresh_db
     work = Workload(db, tables=3, seed=15, ddl_every=200)
@@ -147,7 +148,7 @@ def test_five_kills_across_three_servers_with_four_changefeeds(
         "one-table": f"file://{tmp_path / 'one'}?protocol=canal-json&flush-interval=2s",
     }
     topic = f"{db.name}-ha"
-    sinks_all = {**sinks, "kafka": f"kafka://{kafka_broker.bootstrap}/{topic}?protocol=simple&partition-num=3"}
+    sinks_all = {**sinks, "kafka": f"kafka://{apache_kafka.bootstrap}/{topic}?protocol=simple&partition-num=3"}
     one_table = tmp_path / "one.toml"
     one_table.write_text(f'[filter]\nrules = ["{db.name}.{work.names[0]}"]\n')
     bg = Background(Paced(work))
@@ -227,7 +228,7 @@ def test_five_kills_across_three_servers_with_four_changefeeds(
     twice = {k: v for k, v in commit_ts_by_change(tmp_path / "canal").items() if len(v) > 1}
     assert not twice, list(twice.items())[:5]
 
-    topics = {t: read_topic(kafka_broker.bootstrap, t) for t in (topic,)}
+    topics = {t: read_topic(apache_kafka.bootstrap, t) for t in (topic,)}
     summary, got = replay_partitions(topics, "simple", {})
     for name, rows in want.items():
         assert got.get(name, {}) == rows, ("kafka", name)

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 
 from sparkcdc.devtools.apache_kafka import ApacheKafka
-from sparkcdc.devtools.kafka import KafkaBroker, read_topic
+from sparkcdc.devtools.kafka import read_topic
 from sparkcdc.mysql.target import MysqlTarget
 from tests.e2e.downstream import check, mysql_uri
 from tests.e2e.test_consumer_changefeed import CDC, SETUP, WORKLOAD
@@ -26,11 +26,6 @@ from tests.integration.pipeline.server import SparkServer, now_tso, server_env
 
 pytestmark = pytest.mark.e2e
 
-
-@pytest.fixture
-def kafka_broker(apache_kafka: ApacheKafka) -> ApacheKafka:
-    """These tests run on Apache Kafka, the broker users run (issue 29), instead of the session's tansu broker."""
-    return apache_kafka
 
 FLAVOURS = {
     "canal-json": ("protocol=canal-json&enable-tidb-extension=true", ""),
@@ -65,7 +60,7 @@ def test_changefeed_kafka_consumer_check(
     flavour: str,
     fresh_db: FreshDatabase,
     spark_server: SparkServer,
-    kafka_broker: KafkaBroker,
+    apache_kafka: ApacheKafka,
     target: MysqlTarget,
     tmp_path: Path,
 ) -> None:
@@ -74,7 +69,7 @@ def test_changefeed_kafka_consumer_check(
     run_sql(target, f"DROP DATABASE IF EXISTS `{db.name}`", "DROP DATABASE IF EXISTS sparkcdc_consumer",
             f"CREATE DATABASE `{db.name}`")  # fmt: skip
     topic = f"{db.name}-{flavour}"
-    uri = f"kafka://{kafka_broker.bootstrap}/{topic}?{params}&partition-num=3"
+    uri = f"kafka://{apache_kafka.bootstrap}/{topic}?{params}&partition-num=3"
     cfg = replicate_to_kafka(db, spark_server, tmp_path, uri, codec_toml, lambda _: db.execute(*SETUP, *WORKLOAD))
     log = tmp_path / "consumer.log"
     doc = consume_until_match(uri, cfg, f"g-{topic}", db, target, log)
@@ -123,7 +118,7 @@ def starts(log: Path) -> int:
 def test_kill_9_of_the_consumer_during_apply_loses_and_repeats_nothing(
     fresh_db: FreshDatabase,
     spark_server: SparkServer,
-    kafka_broker: KafkaBroker,
+    apache_kafka: ApacheKafka,
     target: MysqlTarget,
     tmp_path: Path,
 ) -> None:
@@ -133,7 +128,7 @@ def test_kill_9_of_the_consumer_during_apply_loses_and_repeats_nothing(
     run_sql(target, f"DROP DATABASE IF EXISTS `{db.name}`", "DROP DATABASE IF EXISTS sparkcdc_consumer",
             f"CREATE DATABASE `{db.name}`")  # fmt: skip
     topic = f"{db.name}-kill"
-    uri = f"kafka://{kafka_broker.bootstrap}/{topic}?protocol=simple&partition-num=3"
+    uri = f"kafka://{apache_kafka.bootstrap}/{topic}?protocol=simple&partition-num=3"
 
     def workload(_: Callable[[], None]) -> None:
         db.execute("CREATE TABLE k (id INT PRIMARY KEY, n BIGINT, v VARCHAR(30))")
@@ -190,7 +185,7 @@ def test_kill_9_of_the_consumer_during_apply_loses_and_repeats_nothing(
 def test_a_consumer_joining_mid_stream_on_a_simple_topic_matches_upstream(
     fresh_db: FreshDatabase,
     spark_server: SparkServer,
-    kafka_broker: KafkaBroker,
+    apache_kafka: ApacheKafka,
     target: MysqlTarget,
     tmp_path: Path,
 ) -> None:
@@ -221,12 +216,12 @@ def test_a_consumer_joining_mid_stream_on_a_simple_topic_matches_upstream(
         time.sleep(1.5)  # ... so n's next rows come in a later batch, past its BOOTSTRAP interval: one precedes them
         db.execute("INSERT INTO n VALUES (200, 2000)", "INSERT INTO m (id, v, w) VALUES (200, 'm200', 1)")
 
-    uri = f"kafka://{kafka_broker.bootstrap}/{topic}?{params}"
+    uri = f"kafka://{apache_kafka.bootstrap}/{topic}?{params}"
     cfg = replicate_to_kafka(db, spark_server, tmp_path, uri, codec, workload)
-    held = copy_tail(kafka_broker.bootstrap, topic, tail_topic, after_cut)
+    held = copy_tail(apache_kafka.bootstrap, topic, tail_topic, after_cut)
     assert held, "the tail must start with rows whose schema the consumer does not know yet"
     log = tmp_path / "consumer.log"
-    tail_uri = f"kafka://{kafka_broker.bootstrap}/{tail_topic}?{params}"
+    tail_uri = f"kafka://{apache_kafka.bootstrap}/{tail_topic}?{params}"
     doc = consume_until_match(tail_uri, cfg, f"g-{tail_topic}", db, target, log)
     assert "joined mid-stream: dropped" not in log.read_text()
     assert {t["table"]: t["target_rows"] for t in doc["tables"]} == {"m": 50, "n": 51}
@@ -305,7 +300,7 @@ def test_a_broker_nobody_answers_on_ends_it_in_one_line_after_dial_timeout(
 
 
 def test_a_dropped_downstream_stops_it_in_one_line_and_reset_checkpoints_starts_over(
-    kafka_broker: KafkaBroker, target: MysqlTarget, tmp_path: Path
+    apache_kafka: ApacheKafka, target: MysqlTarget, tmp_path: Path
 ) -> None:
     """Issue 26, item 7, for `cdc kafka-consumer`: the same group after a `DROP DATABASE` downstream read nothing (its
     offsets were at the end) and said nothing; now one `Error:` line and exit 1, and `--reset-checkpoints` reads
@@ -314,9 +309,9 @@ def test_a_dropped_downstream_stops_it_in_one_line_and_reset_checkpoints_starts_
 
     create = (f"CREATE DATABASE {DB}", f"CREATE TABLE {DB}.t (id INT PRIMARY KEY, v VARCHAR(20))")
     run_sql(target, f"DROP DATABASE IF EXISTS {DB}", "DROP DATABASE IF EXISTS sparkcdc_consumer", *create)
-    topic_with(kafka_broker, "kc-cli-again", messages())
+    topic_with(apache_kafka, "kc-cli-again", messages())
     log = tmp_path / "consumer.log"
-    command = [CDC, "kafka-consumer", "--upstream-uri", f"kafka://{kafka_broker.bootstrap}/kc-cli-again?protocol=simple",
+    command = [CDC, "kafka-consumer", "--upstream-uri", f"kafka://{apache_kafka.bootstrap}/kc-cli-again?protocol=simple",
                "--downstream-uri", mysql_uri(target.host, target.port), "--consumer-group-id", "g-cli-again",
                "--log-file", str(log), "--quiet"]  # fmt: skip
 

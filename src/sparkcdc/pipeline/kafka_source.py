@@ -52,7 +52,7 @@ as the remedy).
 Batch: one Spark partition per Kafka partition, each from its start (``startingOffsets``) to the end the driver
 found when planning. Streaming offsets are ``{"<partition>": <next offset to read>, …}``; each micro-batch reads
 ``[previous, latest)`` of every partition that moved. The end of a partition is found by reading, not from the
-broker's high watermark (wrong on tansu: ``sparkcdc.pipeline.kafka_topic``).
+broker's high watermark (wrong on some Kafka-protocol brokers: ``sparkcdc.pipeline.kafka_topic``).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """Reading a Kafka topic's partitions by offset with confluent-kafka (assign, never a consumer group).
 
-The end of a partition: tansu, the broker the tests use, answers ListOffsets(latest) with the base offset of
+The end of a partition: some Kafka-protocol brokers (tansu 0.6) answer ListOffsets(latest) with the base offset of
 the partition's *last record batch* + 1, not the offset after its last record (``ENVIRONMENT.md`` §7), so the
 high watermark cannot be used as the end. :func:`partition_bounds` reads instead: it starts one message before
 the reported high watermark (the base offset of the last batch, so at most one batch is read; on a correct
@@ -64,7 +64,7 @@ def partitions_of(consumer: Any, topic: str) -> list[int]:
 
 
 def first_offset(consumer: Any, topic: str, partition: int) -> int:
-    """The partition's first offset (the low watermark, which tansu reports correctly). Raises KafkaError."""
+    """The partition's first offset (the low watermark, which such brokers report correctly). Raises KafkaError."""
     from confluent_kafka import KafkaException, TopicPartition
 
     try:

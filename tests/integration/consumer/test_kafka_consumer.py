@@ -20,7 +20,7 @@ from sparkcdc.codec.base import message_encoder
 from sparkcdc.consumer.kafka_client import connect
 from sparkcdc.consumer.kafka_consumer import KafkaConsumerConfig, KafkaSource
 from sparkcdc.consumer.runner import Consumer
-from sparkcdc.devtools.kafka import KafkaBroker
+from sparkcdc.devtools.apache_kafka import ApacheKafka
 from sparkcdc.errors import CorruptDataError, KafkaError, SparkcdcError
 from sparkcdc.model import ColumnInfo, IndexInfo, RowChange, RowOp, TableInfo
 from sparkcdc.model.table import with_handle_keys
@@ -48,7 +48,7 @@ def downstream(target: MysqlTarget) -> Iterator[MysqlTarget]:
     run_sql(target, f"DROP DATABASE IF EXISTS {DB}")
 
 
-def topic_with(broker: KafkaBroker, name: str, values: list[bytes]) -> None:
+def topic_with(broker: ApacheKafka, name: str, values: list[bytes]) -> None:
     """``values`` on partition 0 of a new 1-partition topic."""
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})  # kept alive until the topic exists
     admin.create_topics([NewTopic(name, 1, 1)])[name].result()
@@ -62,7 +62,7 @@ def kafka_consumer(config: KafkaConsumerConfig, target: MysqlTarget, start_over:
     return Consumer(KafkaSource(config, start_over=start_over), ApplyEngine(target, workers=4))
 
 
-def run(broker: KafkaBroker, topic: str, target: MysqlTarget, query: str = "protocol=simple",
+def run(broker: ApacheKafka, topic: str, target: MysqlTarget, query: str = "protocol=simple",
         start_over: bool = False) -> Consumer:  # fmt: skip
     """Run the consumer until it raises or has applied everything (then stop it)."""
     config = KafkaConsumerConfig.from_uri(f"kafka://{broker.bootstrap}/{topic}?{query}", {}, f"g-{topic}")
@@ -95,30 +95,30 @@ def messages() -> list[bytes]:
 
 
 def test_a_foreign_message_stops_it_naming_where_and_nothing_after_is_applied(
-    kafka_broker: KafkaBroker, downstream: MysqlTarget
+    apache_kafka: ApacheKafka, downstream: MysqlTarget
 ) -> None:
     values = messages()
-    topic_with(kafka_broker, "kc-foreign", [*values[:3], b"hello, not TiCDC", *values[3:]])
+    topic_with(apache_kafka, "kc-foreign", [*values[:3], b"hello, not TiCDC", *values[3:]])
     with pytest.raises(CorruptDataError) as e:
-        run(kafka_broker, "kc-foreign", downstream)
+        run(apache_kafka, "kc-foreign", downstream)
     assert "topic kc-foreign partition 0 offset 3" in e.value.message and "\n" not in e.value.message
     assert rows(downstream) == [(1, "a")]  # the row before it, nothing after
 
 
-def test_truncated_message(kafka_broker: KafkaBroker, downstream: MysqlTarget) -> None:
+def test_truncated_message(apache_kafka: ApacheKafka, downstream: MysqlTarget) -> None:
     values = messages()
-    topic_with(kafka_broker, "kc-truncated", [*values[:3], values[3][:25], *values[4:]])
+    topic_with(apache_kafka, "kc-truncated", [*values[:3], values[3][:25], *values[4:]])
     with pytest.raises(CorruptDataError, match="topic kc-truncated partition 0 offset 3"):
-        run(kafka_broker, "kc-truncated", downstream)
+        run(apache_kafka, "kc-truncated", downstream)
     assert rows(downstream) == [(1, "a")]
 
 
-def test_a_restart_resumes_without_applying_twice(kafka_broker: KafkaBroker, downstream: MysqlTarget) -> None:
-    topic_with(kafka_broker, "kc-restart", messages())
-    first = run(kafka_broker, "kc-restart", downstream)
+def test_a_restart_resumes_without_applying_twice(apache_kafka: ApacheKafka, downstream: MysqlTarget) -> None:
+    topic_with(apache_kafka, "kc-restart", messages())
+    first = run(apache_kafka, "kc-restart", downstream)
     assert first.stats.rows_applied == 2 and rows(downstream) == [(1, "a"), (2, "b")]
     run_sql(downstream, f"UPDATE {DB}.t SET v = 'changed downstream' WHERE id = 1")
-    second = run(kafka_broker, "kc-restart", downstream)  # the same group: from the committed offsets
+    second = run(apache_kafka, "kc-restart", downstream)  # the same group: from the committed offsets
     assert second.stats.rows_applied == 0
     assert rows(downstream) == [(1, "changed downstream"), (2, "b")]
 
@@ -150,13 +150,13 @@ def real_downstream(target: MysqlTarget) -> Iterator[MysqlTarget]:
     run_sql(target, *drop)
 
 
-def real_topic(broker: KafkaBroker, name: str) -> None:
+def real_topic(broker: ApacheKafka, name: str) -> None:
     """The 17 real TiCDC canal-json messages without ``_tidb`` on one partition, in the order their changefeeds
     committed them (``es``: each source's tables are its own)."""
     topic_with(broker, name, [m.value for m in sorted(WITHOUT_EXTENSION, key=lambda m: json.loads(m.value)["es"])])
 
 
-def committed(broker: KafkaBroker, topic: str, group: str) -> int:
+def committed(broker: ApacheKafka, topic: str, group: str) -> int:
     """The group's committed offset of partition 0 (-1001: none)."""
     from confluent_kafka import Consumer, TopicPartition
 
@@ -185,12 +185,12 @@ def drain(consumer: Consumer, until: Callable[[Consumer], bool]) -> None:
 
 
 def test_real_canal_json_without_the_tidb_extension_is_applied(
-    kafka_broker: KafkaBroker, real_downstream: MysqlTarget
+    apache_kafka: ApacheKafka, real_downstream: MysqlTarget
 ) -> None:
     """A plain ``?protocol=canal-json`` URI is accepted, as TiCDC's consumer accepts it, and every real message is
     applied in the order read (one partition: the changefeeds' order); the group's offset ends after the last."""
-    real_topic(kafka_broker, "kc-real-plain")
-    config = KafkaConsumerConfig.from_uri(f"kafka://{kafka_broker.bootstrap}/kc-real-plain?protocol=canal-json", {},
+    real_topic(apache_kafka, "kc-real-plain")
+    config = KafkaConsumerConfig.from_uri(f"kafka://{apache_kafka.bootstrap}/kc-real-plain?protocol=canal-json", {},
                                           "g-kc-real-plain")  # fmt: skip
     consumer = kafka_consumer(config, real_downstream)
     drain(consumer, lambda c: c.stats.rows_applied >= 12 and c.stats.ddls_executed >= 5)
@@ -208,53 +208,53 @@ def test_real_canal_json_without_the_tidb_extension_is_applied(
     row = run_sql(t, "SELECT `binary`, `enum`, `set`, `decimal`, `json`, `time` FROM test.data_type")[0]
     assert row[:4] == (b"Joseph\0\0\0\0", "a", "a", Decimal("1.20364700")) and json.loads(row[4]) == {"a": 1, "b": 2}
     assert str(row[5]) == "20:23:41"
-    assert committed(kafka_broker, "kc-real-plain", "g-kc-real-plain") == 17
+    assert committed(apache_kafka, "kc-real-plain", "g-kc-real-plain") == 17
 
 
 def test_real_canal_json_without_the_tidb_extension_read_with_it_is_refused_at_the_first(
-    kafka_broker: KafkaBroker, real_downstream: MysqlTarget
+    apache_kafka: ApacheKafka, real_downstream: MysqlTarget
 ) -> None:
     """With ``enable-tidb-extension=true`` in the URI, the first message without ``_tidb`` stops the consumer in one
     line naming topic, partition and offset; nothing is applied and no offset is committed (it was dropped in
     silence, and the offsets committed past it)."""
-    real_topic(kafka_broker, "kc-real-ext")
-    uri = f"kafka://{kafka_broker.bootstrap}/kc-real-ext?protocol=canal-json&enable-tidb-extension=true"
+    real_topic(apache_kafka, "kc-real-ext")
+    uri = f"kafka://{apache_kafka.bootstrap}/kc-real-ext?protocol=canal-json&enable-tidb-extension=true"
     consumer = kafka_consumer(KafkaConsumerConfig.from_uri(uri, {}, "g-kc-real-ext"), real_downstream)
     with pytest.raises(CorruptDataError) as e:
         drain(consumer, lambda c: False)
     assert e.value.message.startswith("topic kc-real-ext partition 0 offset 0: ") and "\n" not in e.value.message
     assert "carries no commit-ts ('_tidb.commitTs') although enable-tidb-extension=true is set" in e.value.message
     assert consumer.stats.rows_applied == 0 and consumer.stats.ddls_executed == 0
-    assert committed(kafka_broker, "kc-real-ext", "g-kc-real-ext") < 0
+    assert committed(apache_kafka, "kc-real-ext", "g-kc-real-ext") < 0
     assert run_sql(real_downstream, "SELECT COUNT(*) FROM test.student") == [(0,)]
 
 
 def test_a_dropped_or_recreated_downstream_stops_it_until_it_starts_over(
-    kafka_broker: KafkaBroker, downstream: MysqlTarget
+    apache_kafka: ApacheKafka, downstream: MysqlTarget
 ) -> None:
     """Issue 26, item 7: after a DROP DATABASE downstream, the same group read nothing (its offsets are at the end)
     and said nothing. Now it refuses in one line, missing or recreated empty, and --reset-checkpoints (start_over)
     reads the topic again from its first offset and applies it all."""
-    topic_with(kafka_broker, "kc-again", messages())
-    assert run(kafka_broker, "kc-again", downstream).stats.rows_applied == 2
+    topic_with(apache_kafka, "kc-again", messages())
+    assert run(apache_kafka, "kc-again", downstream).stats.rows_applied == 2
     run_sql(downstream, f"DROP DATABASE {DB}")
     with pytest.raises(SparkcdcError) as e:
-        run(kafka_broker, "kc-again", downstream)
+        run(apache_kafka, "kc-again", downstream)
     assert e.value.code == ERR_AHEAD and "\n" not in e.value.message
     assert f"consumer 'default' applied rows to {DB}.t (last at " in e.value.message
     assert "but that table is missing" in e.value.message and "--reset-checkpoints" in e.value.message
     run_sql(downstream, "UPDATE sparkcdc_consumer.checkpoint SET updated_at = updated_at - INTERVAL 1 MINUTE",
             f"CREATE DATABASE {DB}", f"CREATE TABLE {DB}.t (id INT PRIMARY KEY, v VARCHAR(20))")  # fmt: skip
     with pytest.raises(SparkcdcError, match="but that table is empty and was created after"):
-        run(kafka_broker, "kc-again", downstream)
-    over = run(kafka_broker, "kc-again", downstream, start_over=True)
+        run(apache_kafka, "kc-again", downstream)
+    over = run(apache_kafka, "kc-again", downstream, start_over=True)
     assert over.stats.rows_applied == 2 and rows(downstream) == [(1, "a"), (2, "b")]
-    assert committed(kafka_broker, "kc-again", "g-kc-again") == 5
-    assert run(kafka_broker, "kc-again", downstream).stats.rows_applied == 0  # and the next run goes on from there
+    assert committed(apache_kafka, "kc-again", "g-kc-again") == 5
+    assert run(apache_kafka, "kc-again", downstream).stats.rows_applied == 0  # and the next run goes on from there
 
 
 def test_joining_mid_stream_applies_from_the_first_bootstrap(
-    kafka_broker: KafkaBroker, downstream: MysqlTarget
+    apache_kafka: ApacheKafka, downstream: MysqlTarget
 ) -> None:
     """The topic's head (with the first BOOTSTRAP) is gone, as after retention: a fresh consumer holds the rows
     it cannot decode yet, applies those the next BOOTSTRAP makes decodable, and drops (counts) the one whose
@@ -267,8 +267,8 @@ def test_joining_mid_stream_applies_from_the_first_bootstrap(
 
     tail = [insert(old, TS + 1, 1), insert(T, TS + 2, 2), enc.encode_watermark(TS + 2).value,
             enc.encode_bootstrap(T).value, insert(T, TS + 3, 3), enc.encode_watermark(TS + 3).value]  # fmt: skip
-    topic_with(kafka_broker, "kc-mid", tail)
-    consumer = run(kafka_broker, "kc-mid", downstream)
+    topic_with(apache_kafka, "kc-mid", tail)
+    consumer = run(apache_kafka, "kc-mid", downstream)
     assert rows(downstream) == [(2, "r2"), (3, "r3")] and consumer.source.dropped == 1
 
 

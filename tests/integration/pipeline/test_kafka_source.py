@@ -14,7 +14,7 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
 from sparkcdc.codec.base import Message, message_encoder, txn_encoder
-from sparkcdc.devtools.kafka import KafkaBroker
+from sparkcdc.devtools.apache_kafka import ApacheKafka
 from sparkcdc.model import ColumnInfo, DDLAction, DDLEvent, IndexInfo, RowChange, RowOp, TableInfo
 from sparkcdc.model.table import with_handle_keys
 from sparkcdc.pipeline import kafka_source, ticdc_source
@@ -118,19 +118,19 @@ def build(
     return parts[0], parts[1], sent
 
 
-def create_topic(broker: KafkaBroker, topic: str) -> None:
+def create_topic(broker: ApacheKafka, topic: str) -> None:
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
     for future in admin.create_topics([NewTopic(topic, PARTITIONS, 1)]).values():
         future.result(30)
 
 
-def produce(broker: KafkaBroker, topic: str, messages: list[tuple[int, Message]]) -> None:
+def produce(broker: ApacheKafka, topic: str, messages: list[tuple[int, Message]]) -> None:
     producer = Producer({"bootstrap.servers": broker.bootstrap, "log.connection.close": False})
     for n, (target, message) in enumerate(messages, 1):
         for p in range(PARTITIONS) if target == ALL else [target]:
             producer.produce(topic, message.value, message.key, partition=p)
         if n % 4 == 0:
-            assert producer.flush(30) == 0  # several batches: tansu's high watermark is then wrong
+            assert producer.flush(30) == 0  # several produce batches, as the sink's
     assert producer.flush(30) == 0
 
 
@@ -161,7 +161,7 @@ class Topic:
     sent: Sent
     part2: list[tuple[int, Message]]
 
-    def uri(self, broker: KafkaBroker) -> str:
+    def uri(self, broker: ApacheKafka) -> str:
         query = "&".join(f"{k}={str(v).lower()}" for k, v in {"protocol": self.protocol, **self.options}.items())
         return f"kafka://{broker.bootstrap}/{self.name}?{query}"
 
@@ -174,26 +174,26 @@ def kspark(spark: Any) -> Any:
 
 
 @pytest.fixture(scope="module", params=list(CODECS))
-def topic(kafka_broker: KafkaBroker, request: pytest.FixtureRequest,
+def topic(apache_kafka: ApacheKafka, request: pytest.FixtureRequest,
           tmp_path_factory: pytest.TempPathFactory) -> Topic:  # fmt: skip
     protocol, options = CODECS[request.param]
     claim_dir = tmp_path_factory.mktemp("claim-check")
     part1, part2, sent = build(protocol, options, claim_dir)
     name = f"ks-{request.param}"
-    create_topic(kafka_broker, name)
-    produce(kafka_broker, name, part1 + part2)
+    create_topic(apache_kafka, name)
+    produce(apache_kafka, name, part1 + part2)
     return Topic(name, protocol, options, claim_dir, sent, part2)
 
 
-def read(kspark: Any, t: Topic, broker: KafkaBroker, **options: str) -> Any:
+def read(kspark: Any, t: Topic, broker: ApacheKafka, **options: str) -> Any:
     reader = kspark.read.format("ticdc-kafka").option("claim-check-storage-uri", t.claim_dir.as_uri())
     for k, v in options.items():
         reader = reader.option(k, v)
     return reader.load(t.uri(broker))
 
 
-def test_batch_read_gives_every_row_once_with_its_offset(kspark: Any, kafka_broker: KafkaBroker, topic: Topic) -> None:
-    df = read(kspark, topic, kafka_broker)
+def test_batch_read_gives_every_row_once_with_its_offset(kspark: Any, apache_kafka: ApacheKafka, topic: Topic) -> None:
+    df = read(kspark, topic, apache_kafka)
     assert df.columns == ["database", "table", "table_version", "partition", "commit_ts", "op", "before", "after",
                           "file", "row_number"]  # fmt: skip
     assert df.rdd.getNumPartitions() == PARTITIONS
@@ -203,20 +203,20 @@ def test_batch_read_gives_every_row_once_with_its_offset(kspark: Any, kafka_brok
     assert any(r[7] and r[7]["v"] == "x" * 3000 for r in got)  # the claim-check row
 
 
-def test_batch_up_to_watermark_and_from_offsets_after_the_bootstrap(kspark: Any, kafka_broker: KafkaBroker,
+def test_batch_up_to_watermark_and_from_offsets_after_the_bootstrap(kspark: Any, apache_kafka: ApacheKafka,
                                                                     topic: Topic) -> None:  # fmt: skip
-    up_to = collect(read(kspark, topic, kafka_broker, **{"up-to-watermark": "true"}))
+    up_to = collect(read(kspark, topic, apache_kafka, **{"up-to-watermark": "true"}))
     assert up_to == expected(topic.name, topic.protocol, topic.sent, upto=170)
     assert max(r[4] for r in up_to) == 152
     start = topic.sent.part1_end  # after every BOOTSTRAP and DDL of the tables part 2 writes (but the ALTER)
     later = collect(
-        read(kspark, topic, kafka_broker, startingOffsets=orjson.dumps({str(p): o for p, o in start.items()}).decode())
+        read(kspark, topic, apache_kafka, startingOffsets=orjson.dumps({str(p): o for p, o in start.items()}).decode())
     )
     assert later == expected(topic.name, topic.protocol, topic.sent, start=start)
     assert {r[4] for r in later} == {130, 150, 152, 180}
 
 
-def test_the_same_rows_as_format_ticdc(kspark: Any, kafka_broker: KafkaBroker, topic: Topic, tmp_path: Path) -> None:
+def test_the_same_rows_as_format_ticdc(kspark: Any, apache_kafka: ApacheKafka, topic: Topic, tmp_path: Path) -> None:
     """The storage sink's canal-json tree of the same rows reads back to the same columns (but ``file``,
     ``row_number``, and ``table_version`` for Kafka canal-json, which carries none)."""
     tree = Tree(tmp_path, protocol="canal-json", date="")
@@ -228,7 +228,7 @@ def test_the_same_rows_as_format_ticdc(kspark: Any, kafka_broker: KafkaBroker, t
         tree.put(tree.data_path(DB, t.table, t.version, n), enc.encode_txn(mine))
     tree.metadata(200)
     storage = collect(kspark.read.format("ticdc").option("protocol", "canal-json").load(tmp_path.as_uri()))
-    kafka = collect(read(kspark, topic, kafka_broker))
+    kafka = collect(read(kspark, topic, apache_kafka))
     head = 3 if topic.protocol == "simple" else 2  # database, table (, table_version)
     assert len(kafka) == len(storage) == 15
     assert sorted((r[:head] + r[4:8] for r in kafka), key=repr) == sorted(
@@ -236,47 +236,47 @@ def test_the_same_rows_as_format_ticdc(kspark: Any, kafka_broker: KafkaBroker, t
     )
 
 
-def test_streaming_reads_in_two_micro_batches_with_offsets_per_partition(kspark: Any, kafka_broker: KafkaBroker,
+def test_streaming_reads_in_two_micro_batches_with_offsets_per_partition(kspark: Any, apache_kafka: ApacheKafka,
                                                                          tmp_path: Path) -> None:  # fmt: skip
     """The second micro-batch starts after every BOOTSTRAP: its readers find the schema before their range."""
     protocol, options = CODECS["simple-json"]
     (tmp_path / "cc").mkdir()
     part1, part2, sent = build(protocol, options, tmp_path / "cc")
     t = Topic("ks-stream", protocol, options, tmp_path / "cc", sent, part2)
-    create_topic(kafka_broker, t.name)
-    produce(kafka_broker, t.name, part1)
+    create_topic(apache_kafka, t.name)
+    produce(apache_kafka, t.name, part1)
     ckpt, out = tmp_path / "ckpt", tmp_path / "out"
 
     def run() -> list[tuple[Any, ...]]:
         q = (kspark.readStream.format("ticdc-kafka").option("claim-check-storage-uri", t.claim_dir.as_uri())
-             .load(t.uri(kafka_broker)).writeStream.format("parquet").option("path", str(out))
+             .load(t.uri(apache_kafka)).writeStream.format("parquet").option("path", str(out))
              .option("checkpointLocation", str(ckpt)).trigger(availableNow=True).start())  # fmt: skip
         q.awaitTermination()
         assert q.exception() is None
         return collect(kspark.read.parquet(str(out)))
 
     assert run() == expected(t.name, protocol, sent, upto=125)
-    produce(kafka_broker, t.name, part2)
+    produce(apache_kafka, t.name, part2)
     assert run() == expected(t.name, protocol, sent)
     offsets = [orjson.loads((ckpt / "offsets" / str(n)).read_text().splitlines()[-1]) for n in (0, 1)]
     assert offsets[0] == {str(p): o for p, o in sent.part1_end.items()}
     assert offsets[1] == {str(p): len(rs) for p, rs in sent.rows.items()}
 
 
-def test_a_foreign_message_fails_naming_topic_partition_and_offset(kspark: Any, kafka_broker: KafkaBroker,
+def test_a_foreign_message_fails_naming_topic_partition_and_offset(kspark: Any, apache_kafka: ApacheKafka,
                                                                     tmp_path: Path) -> None:  # fmt: skip
     protocol, options = CODECS["canal-json"]
     part1, _, sent = build(protocol, options, tmp_path)
     t = Topic("ks-foreign", protocol, options, tmp_path, sent, [])
-    create_topic(kafka_broker, t.name)
-    produce(kafka_broker, t.name, [*part1, (1, Message(None, b"hello from another producer"))])
+    create_topic(apache_kafka, t.name)
+    produce(apache_kafka, t.name, [*part1, (1, Message(None, b"hello from another producer"))])
     with pytest.raises(Exception) as e:
-        read(kspark, t, kafka_broker).collect()
+        read(kspark, t, apache_kafka).collect()
     assert f"topic ks-foreign partition 1 offset {sent.part1_end[1]}: " in str(e.value)
     assert "invalid JSON" in str(e.value)
 
 
-def test_real_canal_json_without_the_tidb_extension_reads_every_row(kspark: Any, kafka_broker: KafkaBroker) -> None:
+def test_real_canal_json_without_the_tidb_extension_reads_every_row(kspark: Any, apache_kafka: ApacheKafka) -> None:
     """Real TiCDC canal-json without ``_tidb`` (issue 26, item 2) on 3 partitions, as a changefeed spreads it (DDLs
     on partition 0, each table on one partition): a plain ``protocol=canal-json`` path reads every row once with
     commit_ts 0 (none was dropped as a re-send); with ``enable-tidb-extension=true`` the read fails at the first
@@ -287,13 +287,13 @@ def test_real_canal_json_without_the_tidb_extension_reads_every_row(kspark: Any,
     tables = sorted({(d["database"], d["table"]) for d in docs})
     spread = [(0 if d["isDdl"] else tables.index((d["database"], d["table"])) % PARTITIONS, Message(None, m.value))
               for d, m in zip(docs, WITHOUT_EXTENSION)]  # fmt: skip
-    create_topic(kafka_broker, "ks-real")
-    produce(kafka_broker, "ks-real", spread)
-    plain = collect(kspark.read.format("ticdc-kafka").load(f"kafka://{kafka_broker.bootstrap}/ks-real?protocol=canal-json"))
+    create_topic(apache_kafka, "ks-real")
+    produce(apache_kafka, "ks-real", spread)
+    plain = collect(kspark.read.format("ticdc-kafka").load(f"kafka://{apache_kafka.bootstrap}/ks-real?protocol=canal-json"))
     assert len(plain) == 12 and {r[4] for r in plain} == {0}
     assert sorted(r[7]["id"] for r in plain if r[1] == "student") == ["21", "22", "23"]
     with pytest.raises(Exception) as e:
         kspark.read.format("ticdc-kafka").option("enable-tidb-extension", "true").load(
-            f"kafka://{kafka_broker.bootstrap}/ks-real?protocol=canal-json").collect()  # fmt: skip
+            f"kafka://{apache_kafka.bootstrap}/ks-real?protocol=canal-json").collect()  # fmt: skip
     assert "topic ks-real partition " in str(e.value) and " offset 0: " in str(e.value)
     assert "carries no commit-ts" in str(e.value)

@@ -13,7 +13,8 @@ import pytest
 
 from sparkcdc.codec.canal_json.config import CanalJsonConfig
 from sparkcdc.codec.canal_json.decoder import CanalJsonMessageDecoder
-from sparkcdc.devtools.kafka import KafkaBroker, read_topic
+from sparkcdc.devtools.apache_kafka import ApacheKafka
+from sparkcdc.devtools.kafka import read_topic
 from sparkcdc.model.events import RowChange, RowOp
 from sparkcdc.mysql.target import MysqlTarget
 from sparkcdc.pipeline import snapshot_state
@@ -179,7 +180,7 @@ def test_snapshot_under_concurrent_writes_then_stream_equals_upstream(
 
 
 def test_snapshot_into_kafka_sends_every_row_once_then_the_stream(
-    spark: Any, fresh_db: FreshDatabase, puller_thread: PullerThread, tmp_path: Path, kafka_broker: KafkaBroker
+    spark: Any, fresh_db: FreshDatabase, puller_thread: PullerThread, tmp_path: Path, apache_kafka: ApacheKafka
 ) -> None:
     db = fresh_db
     rows = 2000
@@ -187,7 +188,7 @@ def test_snapshot_into_kafka_sends_every_row_once_then_the_stream(
     start = puller_thread.caught_up()
     topic = f"snap-{db.name}"
     spec = replace(make_spec(db, puller_thread, tmp_path, start),
-                   sink_uri=f"kafka://{kafka_broker.bootstrap}/{topic}?protocol=canal-json&enable-tidb-extension=true"
+                   sink_uri=f"kafka://{apache_kafka.bootstrap}/{topic}?protocol=canal-json&enable-tidb-extension=true"
                             "&partition-num=3")  # fmt: skip
     query = copy_under_churn(spark, db, rows, spec)
     try:
@@ -199,7 +200,7 @@ def test_snapshot_into_kafka_sends_every_row_once_then_the_stream(
     decoder = CanalJsonMessageDecoder(CanalJsonConfig(enable_tidb_extension=True))
     got: dict[str, dict[Any, dict[str, Any]]] = {}
     copies = 0
-    for messages in read_topic(kafka_broker.bootstrap, topic).values():
+    for messages in read_topic(apache_kafka.bootstrap, topic).values():
         for m in messages:
             for ev in decoder.decode(m):
                 if not isinstance(ev, RowChange) or ev.commit_ts > end:

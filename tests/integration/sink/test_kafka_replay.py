@@ -13,7 +13,8 @@ from confluent_kafka import Producer
 from confluent_kafka.admin import AdminClient, NewTopic  # type: ignore[attr-defined]
 
 from sparkcdc.codec.base import Message, message_encoder
-from sparkcdc.devtools.kafka import KafkaBroker, Partitions, read_topic
+from sparkcdc.devtools.apache_kafka import ApacheKafka
+from sparkcdc.devtools.kafka import Partitions, read_topic
 from sparkcdc.model import ColumnInfo, DDLAction, DDLEvent, IndexInfo, RowChange, RowOp, TableInfo
 from sparkcdc.model.table import with_handle_keys
 from tests.integration.sink.kafka_replay import (
@@ -129,7 +130,7 @@ class Topics:
         return headers(self.parts if parts is None else parts, self.protocol, self.options)
 
 
-def produce(broker: KafkaBroker, topic: str, messages: list[tuple[int, Message]]) -> None:
+def produce(broker: ApacheKafka, topic: str, messages: list[tuple[int, Message]]) -> None:
     admin = AdminClient({"bootstrap.servers": broker.bootstrap})
     for future in admin.create_topics([NewTopic(topic, PARTITIONS, 1)]).values():
         future.result(30)
@@ -138,19 +139,19 @@ def produce(broker: KafkaBroker, topic: str, messages: list[tuple[int, Message]]
         for p in range(PARTITIONS) if target == ALL else [target]:
             producer.produce(topic, message.value, message.key, partition=p)
         if n % 4 == 0:
-            assert producer.flush(30) == 0  # several batches: tansu's high watermark is then wrong
+            assert producer.flush(30) == 0  # several produce batches, as the sink's
     assert producer.flush(30) == 0
 
 
 @pytest.fixture(scope="module", params=CODECS, ids=["canal-json", "simple-json", "simple-avro"])
-def topics(kafka_broker: KafkaBroker, request: pytest.FixtureRequest) -> Iterator[Topics]:
+def topics(apache_kafka: ApacheKafka, request: pytest.FixtureRequest) -> Iterator[Topics]:
     protocol, options = request.param
     sent, restart = stream(protocol, options)
     name = f"replay-{protocol}-{options.get('encoding-format', 'json')}"
-    produce(kafka_broker, name, sent)
-    produce(kafka_broker, name + "-dup", sent + sent[restart:])
-    yield Topics(protocol, options, sent, read_topic(kafka_broker.bootstrap, name),
-                 read_topic(kafka_broker.bootstrap, name + "-dup"))  # fmt: skip
+    produce(apache_kafka, name, sent)
+    produce(apache_kafka, name + "-dup", sent + sent[restart:])
+    yield Topics(protocol, options, sent, read_topic(apache_kafka.bootstrap, name),
+                 read_topic(apache_kafka.bootstrap, name + "-dup"))  # fmt: skip
 
 
 def test_read_topic_gets_every_message_past_the_high_watermark(topics: Topics) -> None:

@@ -17,7 +17,8 @@ from sparkcdc.codec.canal_json.decoder import CanalJsonMessageDecoder
 from sparkcdc.codec.large_message import claim_check_value
 from sparkcdc.codec.simple.config import SimpleConfig
 from sparkcdc.codec.simple.decoder import SimpleDecoder
-from sparkcdc.devtools.kafka import KafkaBroker, read_topic
+from sparkcdc.devtools.apache_kafka import ApacheKafka
+from sparkcdc.devtools.kafka import read_topic
 from sparkcdc.errors import ConfigError, EncodeError, KafkaError
 from sparkcdc.model import ColumnInfo, IndexInfo, RowChange, RowOp, TableInfo
 from sparkcdc.model.table import with_handle_keys
@@ -33,7 +34,7 @@ BIG = "x" * 6000
 TS = 450_000_000_000_000_000
 
 
-def partition_ids(broker: KafkaBroker, topic: str) -> list[int]:
+def partition_ids(broker: ApacheKafka, topic: str) -> list[int]:
     """The partition ids of ``topic`` as the cluster lists them."""
     from confluent_kafka.admin import AdminClient
 
@@ -48,7 +49,7 @@ def rows() -> list[RowChange]:
 class Sink:
     """One changefeed's sink parts on a topic of its own."""
 
-    def __init__(self, broker: KafkaBroker, tmp_path: Path, topic: str, query: str, toml: Any = None) -> None:
+    def __init__(self, broker: ApacheKafka, tmp_path: Path, topic: str, query: str, toml: Any = None) -> None:
         self.uri = f"kafka://{broker.bootstrap}/{topic}?{query}"
         self.topic = topic
         self.sink = sink_for(self.uri)
@@ -64,7 +65,7 @@ class Sink:
         committer.checkpoint(TS)
         return result
 
-    def messages(self, broker: KafkaBroker) -> list[Message]:
+    def messages(self, broker: ApacheKafka) -> list[Message]:
         return [m for part in read_topic(broker.bootstrap, self.topic).values() for m in part]
 
 
@@ -89,13 +90,13 @@ def decoded_rows(protocol: str, messages: list[Message], **kw: Any) -> dict[Any,
 
 @pytest.mark.parametrize("protocol", sorted(PROTOCOLS))
 def test_handle_key_only_sends_only_the_key_of_an_oversized_row(
-    protocol: str, kafka_broker: KafkaBroker, tmp_path: Path
+    protocol: str, apache_kafka: ApacheKafka, tmp_path: Path
 ) -> None:
     handling = {"large-message-handle": {"large-message-handle-option": "handle-key-only"}}
-    sink = Sink(kafka_broker, tmp_path, f"hko-{protocol}", PROTOCOLS[protocol] + "&max-message-bytes=4096",
+    sink = Sink(apache_kafka, tmp_path, f"hko-{protocol}", PROTOCOLS[protocol] + "&max-message-bytes=4096",
                 {"sink": {"kafka-config": handling}})
     sink.send(rows())
-    messages = sink.messages(kafka_broker)
+    messages = sink.messages(apache_kafka)
     assert all(len(m.value) < 4096 for m in messages)
     flagged = [m for m in messages if b'"onlyHandleKey":true' in m.value or b'"handleKeyOnly":true' in m.value]
     assert len(flagged) == 1 and BIG.encode() not in flagged[0].value
@@ -107,13 +108,13 @@ def test_handle_key_only_sends_only_the_key_of_an_oversized_row(
 
 
 @pytest.mark.parametrize("protocol", sorted(PROTOCOLS))
-def test_claim_check_file_holds_the_original_message(protocol: str, kafka_broker: KafkaBroker, tmp_path: Path) -> None:
+def test_claim_check_file_holds_the_original_message(protocol: str, apache_kafka: ApacheKafka, tmp_path: Path) -> None:
     store = f"file://{tmp_path / 'claims'}"
-    sink = Sink(kafka_broker, tmp_path, f"cc-{protocol}", PROTOCOLS[protocol] + "&max-message-bytes=4096",
+    sink = Sink(apache_kafka, tmp_path, f"cc-{protocol}", PROTOCOLS[protocol] + "&max-message-bytes=4096",
                 {"sink": {"kafka-config": {"large-message-handle": {
                     "large-message-handle-option": "claim-check", "claim-check-storage-uri": store}}}})  # fmt: skip
     sink.send(rows())
-    messages = sink.messages(kafka_broker)
+    messages = sink.messages(apache_kafka)
     storage = ExternalStorage.from_uri(store)
     [name] = storage.list()
     assert name.endswith(".json")
@@ -132,54 +133,54 @@ def test_claim_check_file_holds_the_original_message(protocol: str, kafka_broker
 
 @pytest.mark.parametrize("protocol", sorted(PROTOCOLS))
 def test_an_oversized_row_without_handling_fails_with_ticdcs_code(
-    protocol: str, kafka_broker: KafkaBroker, tmp_path: Path
+    protocol: str, apache_kafka: ApacheKafka, tmp_path: Path
 ) -> None:
-    sink = Sink(kafka_broker, tmp_path, f"none-{protocol}", PROTOCOLS[protocol] + "&max-message-bytes=4096")
+    sink = Sink(apache_kafka, tmp_path, f"none-{protocol}", PROTOCOLS[protocol] + "&max-message-bytes=4096")
     with pytest.raises(EncodeError) as e:
         sink.send(rows())
     assert e.value.code == "CDC:ErrMessageTooLarge" and "max-message-bytes" in e.value.message
     assert not e.value.retryable
 
 
-def test_an_unacknowledged_batch_fails_and_the_next_one_succeeds(kafka_broker: KafkaBroker, tmp_path: Path) -> None:
-    sink = Sink(kafka_broker, tmp_path, "paused", PROTOCOLS["simple"] + "&write-timeout=2s&read-timeout=2s")
+def test_an_unacknowledged_batch_fails_and_the_next_one_succeeds(apache_kafka: ApacheKafka, tmp_path: Path) -> None:
+    sink = Sink(apache_kafka, tmp_path, "paused", PROTOCOLS["simple"] + "&write-timeout=2s&read-timeout=2s")
     sink.send(rows()[:1])  # topic created, producer connected
-    kafka_broker.pause()
+    apache_kafka.pause()
     try:
         started = time.monotonic()
         with pytest.raises(KafkaError) as e:
             sink.send(rows()[:1])
         waited = time.monotonic() - started
     finally:
-        kafka_broker.resume()
+        apache_kafka.resume()
     assert e.value.retryable and "acknowledged" in e.value.message and waited < 30
     sink.send(rows()[:1])  # a fresh producer after the failure
-    assert any(b'"small"' in m.value for m in sink.messages(kafka_broker))
+    assert any(b'"small"' in m.value for m in sink.messages(apache_kafka))
 
 
-def test_topic_rules(kafka_broker: KafkaBroker, tmp_path: Path) -> None:
-    missing = Sink(kafka_broker, tmp_path, "never-created", PROTOCOLS["simple"] + "&auto-create-topic=false")
+def test_topic_rules(apache_kafka: ApacheKafka, tmp_path: Path) -> None:
+    missing = Sink(apache_kafka, tmp_path, "never-created", PROTOCOLS["simple"] + "&auto-create-topic=false")
     with pytest.raises(ConfigError) as e:
         missing.send(rows()[:1])
     assert e.value.code == "CDC:ErrKafkaTopicNotExists" and "auto-create-topic" in e.value.message
-    Sink(kafka_broker, tmp_path, "two", PROTOCOLS["simple"] + "&partition-num=2").send(rows()[:1])
-    assert len(read_topic(kafka_broker.bootstrap, "two")) == 2  # created with partition-num partitions
-    too_many = Sink(kafka_broker, tmp_path, "two", PROTOCOLS["simple"] + "&partition-num=5")
+    Sink(apache_kafka, tmp_path, "two", PROTOCOLS["simple"] + "&partition-num=2").send(rows()[:1])
+    assert len(read_topic(apache_kafka.bootstrap, "two")) == 2  # created with partition-num partitions
+    too_many = Sink(apache_kafka, tmp_path, "two", PROTOCOLS["simple"] + "&partition-num=5")
     with pytest.raises(ConfigError) as e:
         too_many.send(rows()[:1])
     assert e.value.code == "CDC:ErrKafkaInvalidPartitionNum"
 
 
-def test_the_create_time_check_reaches_the_cluster_and_creates_the_default_topic(kafka_broker: KafkaBroker) -> None:
-    uri = f"kafka://{kafka_broker.bootstrap}/checked?{PROTOCOLS['simple']}&partition-num=2"
+def test_the_create_time_check_reaches_the_cluster_and_creates_the_default_topic(apache_kafka: ApacheKafka) -> None:
+    uri = f"kafka://{apache_kafka.bootstrap}/checked?{PROTOCOLS['simple']}&partition-num=2"
     check_sink(uri)
-    assert sorted(partition_ids(kafka_broker, "checked")) == [0, 1]  # created with partition-num partitions
+    assert sorted(partition_ids(apache_kafka, "checked")) == [0, 1]  # created with partition-num partitions
     check_sink(uri)  # the topic exists now: checked, left as it is
     with pytest.raises(ConfigError) as e:
-        check_sink(f"kafka://{kafka_broker.bootstrap}/checked?{PROTOCOLS['simple']}&partition-num=4")
+        check_sink(f"kafka://{apache_kafka.bootstrap}/checked?{PROTOCOLS['simple']}&partition-num=4")
     assert e.value.code == "CDC:ErrKafkaInvalidPartitionNum"
     with pytest.raises(ConfigError) as e:
-        check_sink(f"kafka://{kafka_broker.bootstrap}/never?{PROTOCOLS['simple']}&auto-create-topic=false")
+        check_sink(f"kafka://{apache_kafka.bootstrap}/never?{PROTOCOLS['simple']}&auto-create-topic=false")
     assert e.value.code == "CDC:ErrKafkaTopicNotExists"
 
 
@@ -196,38 +197,38 @@ def test_the_create_time_check_names_a_cluster_nobody_answers_for_in_one_line() 
     assert f"cannot reach the Kafka cluster at 127.0.0.1:{port}" in e.value.message and "\n" not in e.value.message
 
 
-def test_simple_protocol_decodes_only_after_the_bootstrap(kafka_broker: KafkaBroker, tmp_path: Path) -> None:
-    sink = Sink(kafka_broker, tmp_path, "boot", PROTOCOLS["simple"] + "&partition-num=3")
+def test_simple_protocol_decodes_only_after_the_bootstrap(apache_kafka: ApacheKafka, tmp_path: Path) -> None:
+    sink = Sink(apache_kafka, tmp_path, "boot", PROTOCOLS["simple"] + "&partition-num=3")
     sink.send(rows()[:1])
-    parts = read_topic(kafka_broker.bootstrap, "boot")
+    parts = read_topic(apache_kafka.bootstrap, "boot")
     for messages in parts.values():  # BOOTSTRAP on every partition first, the watermark last
         assert messages[0].value.startswith(b'{"version":1,"type":"BOOTSTRAP"')
         assert b'"type":"WATERMARK"' in messages[-1].value
     assert message_decoder("simple", {}) is not None
 
 
-def test_all_bootstraps_at_start(kafka_broker: KafkaBroker, tmp_path: Path) -> None:
+def test_all_bootstraps_at_start(apache_kafka: ApacheKafka, tmp_path: Path) -> None:
     quiet = T.__class__("db", "quiet", 10, T.columns, T.indexes, 901)  # a table without rows
     toml = {"sink": {"send-all-bootstrap-at-start": True,
                      "dispatchers": [{"matcher": ["db.*"], "topic": "start_{table}"}]}}  # fmt: skip
-    sink = Sink(kafka_broker, tmp_path, "start-default", PROTOCOLS["simple"] + "&partition-num=2", toml)
+    sink = Sink(apache_kafka, tmp_path, "start-default", PROTOCOLS["simple"] + "&partition-num=2", toml)
     sink.sink.committer(sink.config, sink.ctx).start(lambda: [T, quiet])
     for topic, name in (("start_big", "big"), ("start_quiet", "quiet")):
-        for messages in read_topic(kafka_broker.bootstrap, topic).values():
+        for messages in read_topic(apache_kafka.bootstrap, topic).values():
             [boot] = messages
             assert boot.value.startswith(b'{"version":1,"type":"BOOTSTRAP"')
             assert f'"table":"{name}"'.encode() in boot.value
-    off = Sink(kafka_broker, tmp_path, "start-off", PROTOCOLS["simple"])
+    off = Sink(apache_kafka, tmp_path, "start-off", PROTOCOLS["simple"])
     off.sink.committer(off.config, off.ctx).start(lambda: pytest.fail("tables read without the option"))
 
 
 def test_a_table_that_stopped_changing_is_announced_again_by_the_drivers_ticker(
-    kafka_broker: KafkaBroker, tmp_path: Path
+    apache_kafka: ApacheKafka, tmp_path: Path
 ) -> None:
     """TiCDC's bootstrap ticker: a table with no new rows still gets a BOOTSTRAP every interval, at a batch commit
     without rows, before that batch's watermark (a consumer joining mid-stream needs it), from a new committer
     (the schedule is on disk); the writer's own BOOTSTRAP counts, so none is sent twice in one interval."""
-    sink = Sink(kafka_broker, tmp_path, "tick", PROTOCOLS["simple"] + "&partition-num=2",
+    sink = Sink(apache_kafka, tmp_path, "tick", PROTOCOLS["simple"] + "&partition-num=2",
                 {"sink": {"send-bootstrap-interval-in-sec": 3}})  # fmt: skip
     sink.send(rows()[:1])  # the writer announces the table before its first row
 
@@ -239,7 +240,7 @@ def test_a_table_that_stopped_changing_is_announced_again_by_the_drivers_ticker(
     batch_without_rows(TS + 1)  # within the interval: no BOOTSTRAP
     time.sleep(3.1)
     batch_without_rows(TS + 2)  # interval passed: the ticker's BOOTSTRAP, then the watermark
-    for messages in read_topic(kafka_broker.bootstrap, "tick").values():
+    for messages in read_topic(apache_kafka.bootstrap, "tick").values():
         kinds = [m.value.split(b'"type":"', 1)[1].split(b'"', 1)[0].decode() for m in messages]
         assert kinds[0] == "BOOTSTRAP" and kinds[-3:] == ["WATERMARK", "BOOTSTRAP", "WATERMARK"], kinds
         assert kinds.count("BOOTSTRAP") == 2, kinds
