@@ -53,14 +53,14 @@ class AvroEncoder:
     """Encodes rows for one changefeed. ``registry`` is needed for rows only (DDLs and watermarks carry no schema).
 
     Tables are recognised by identity (the model shares one TableInfo per table version), as the simple encoder
-    does; the registry is asked once per (subject, schema text).
+    does; the registry is asked once per (topic, subject suffix, schema text), and the envelope's header kept.
     """
 
     def __init__(self, config: AvroConfig | None = None, registry: SchemaRegistry | None = None) -> None:
         self.config = config or AvroConfig()
         self.registry = registry
         self._plans: dict[int, tuple[TableInfo, _Plan]] = {}
-        self._ids: dict[tuple[str, str], int] = {}
+        self._headers: dict[tuple[str, str, str], bytes] = {}
 
     def encode_row(self, row: RowChange, topic: str) -> Message:
         """The message of ``row`` written to ``topic`` (the subject depends on it). Raises EncodeError (a value the
@@ -70,18 +70,18 @@ class AvroEncoder:
         image = row.values
         key = None
         if schemas.key is not None:
-            key_id = self._schema_id(wire.subject(topic, wire.KEY_SUFFIX), schemas.key)
-            key = wire.envelope(key_id, _write(plan.key_schema, _record(plan.key_writers, image)))
+            head = self._header(topic, wire.KEY_SUFFIX, schemas.key)
+            key = head + _write(plan.key_schema, _record(plan.key_writers, image))
         if row.op is RowOp.DELETE:
             value = wire.delete_marker(row.commit_ts) if self.config.watermarks else b""
         else:
-            value_id = self._schema_id(wire.subject(topic, wire.VALUE_SUFFIX), schemas.value)
+            head = self._header(topic, wire.VALUE_SUFFIX, schemas.value)
             record = _record(plan.value_writers, image)
             if self.config.enable_tidb_extension:
                 record[wire.TIDB_OP] = wire.INSERT_OP if row.op is RowOp.INSERT else wire.UPDATE_OP
                 record[wire.TIDB_COMMIT_TS] = row.commit_ts
                 record[wire.TIDB_PHYSICAL_TIME] = row.commit_ts >> 18
-            value = wire.envelope(value_id, _write(plan.value_schema, record))
+            value = head + _write(plan.value_schema, record)
         size = len(key or b"") + len(value) + MAX_RECORD_OVERHEAD
         if size > self.config.max_message_bytes:
             raise EncodeError(
@@ -134,16 +134,18 @@ class AvroEncoder:
         self._plans[id(table)] = (table, plan)
         return plan
 
-    def _schema_id(self, subject: str, schema: str) -> int:
-        found = self._ids.get((subject, schema))
+    def _header(self, topic: str, suffix: str, schema: str) -> bytes:
+        """Confluent's envelope header (magic byte, schema id) of ``schema`` in ``topic``'s key or value subject,
+        registering it the first time: per row this is one dict lookup."""
+        found = self._headers.get((topic, suffix, schema))
         if found is not None:
             return found
         if self.registry is None:
             raise ConfigError("avro: no schema registry to register schemas with; set --schema-registry",
                               code="CDC:ErrCodecInvalidConfig")  # fmt: skip
-        schema_id = self.registry.register(subject, schema)
-        self._ids[(subject, schema)] = schema_id
-        return schema_id
+        header = wire.envelope(self.registry.register(wire.subject(topic, suffix), schema), b"")
+        self._headers[(topic, suffix, schema)] = header
+        return header
 
 
 def _parse(schema: str) -> Any:
