@@ -4,7 +4,8 @@ the format sees (not only the library that wrote it).
 
 Delta: replay ``_delta_log/NNN.json`` in order (``add``/``remove`` actions), read the live Parquet files.
 Iceberg: the catalog's ``metadata_location`` -> table metadata -> the current snapshot's manifest list (Avro) ->
-manifests (Avro) -> live data files (status != DELETED, content = data; no delete files are written).
+manifests (Avro) -> live data files (status != DELETED, content = data; no delete files are written), their
+columns found by field id in the current schema.
 """
 
 from __future__ import annotations
@@ -18,10 +19,15 @@ import fastavro
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+_PLAIN = {pa.string_view(): pa.string(), pa.binary_view(): pa.binary()}
+
 
 def _concat(tables: list[pa.Table], schema: pa.Schema | None) -> list[dict[str, Any]]:
+    """The files' rows as one table. A file's Arrow schema metadata may say string_view where another's says string
+    (delta-rs's MERGE and its plain writes differ): both are the format's one string type."""
     if not tables:
         return []
+    tables = [t.cast(pa.schema([f.with_type(_PLAIN.get(f.type, f.type)) for f in t.schema])) for t in tables]
     out = pa.concat_tables(tables, promote_options="permissive")
     return out.to_pylist()
 
@@ -58,4 +64,15 @@ def read_iceberg(metadata_location: str) -> list[dict[str, Any]]:
                 assert data.get("content", 0) == 0, "delete files are not expected"
                 if entry["status"] != 2:
                     files.append(data["file_path"])
-    return _concat([pq.read_table(_local(p)) for p in files], None)
+    schema = next(s for s in meta["schemas"] if s["schema-id"] == meta["current-schema-id"])
+    return _concat([_by_field_id(pq.read_table(_local(p)), schema["fields"]) for p in files], None)
+
+
+def _by_field_id(data: pa.Table, fields: list[dict[str, Any]]) -> pa.Table:
+    """A data file's columns as the table's current schema names them: Iceberg resolves columns by field id, so a
+    renamed column is found under its old name in older files, a dropped one is left out, and a column added
+    after the file was written reads as NULL."""
+    ids = {int(f.metadata[b"PARQUET:field_id"]): i for i, f in enumerate(data.schema)
+           if f.metadata and b"PARQUET:field_id" in f.metadata}  # fmt: skip
+    columns = [data.column(ids[f["id"]]) if f["id"] in ids else pa.nulls(data.num_rows) for f in fields]
+    return pa.Table.from_arrays(columns, names=[f["name"] for f in fields])

@@ -29,9 +29,10 @@ from pathlib import Path
 from urllib.parse import quote
 
 from sparkcdc.consumer.target import TargetOptions
-from sparkcdc.errors import ConfigError, SparkcdcError, StorageError
-from sparkcdc.lake.changes import NetChange, net_change
+from sparkcdc.errors import ConfigError, CorruptDataError, SparkcdcError, StorageError
+from sparkcdc.lake.changes import NetChange
 from sparkcdc.lake.ddl import apply_ddl, refuse
+from sparkcdc.lake.keyless import ChangeLog, fold
 from sparkcdc.lake.location import ERR_SINK_URI_INVALID, LakeLocation
 from sparkcdc.lake.target import LakeTables, open_tables
 from sparkcdc.masking import mask_uri
@@ -188,17 +189,14 @@ class LakeTarget:
         if head is None:
             return
         applied = self.tables.applied_ts(schema, table)
-        pending: tuple[TableInfo, NetChange] | None = None
+        pending: tuple[TableInfo, NetChange | ChangeLog] | None = None
         for _version, group in groupby(chain([head], it), key=lambda r: r.table.version):
             first = next(group)
             info = first.table
-            if not info.handle_key_positions:
-                raise ConfigError(f"table {info.qualified_name} has no primary or not-null unique key: lake targets "
-                                  "do not replicate key-less tables yet; exclude it or add a key")  # fmt: skip
             if pending is not None:
                 applied = self._commit(*pending, applied)
             rows_of = self._counted(chain([first], group), applied)  # noqa: B031
-            folded = net_change(rows_of, info.handle_key_positions, applied)
+            folded = fold(rows_of, info, applied)
             pending = info, folded  # the group was read whole by net_change, before groupby moves on
             self._seen[(schema, table)] = info
         if pending is not None:
@@ -218,14 +216,17 @@ class LakeTarget:
             self.stats.rows_applied += n
             self.stats.replayed_skipped += replayed
 
-    def _commit(self, info: TableInfo, change: NetChange, applied: int) -> int:
+    def _commit(self, info: TableInfo, change: NetChange | ChangeLog, applied: int) -> int:
         """One lake commit; returns the commit-ts the table records after it."""
         if change.empty:
             return applied
         self.tables.merge(info, change, applied)
         with self.stats.lock:
-            self.stats.upserts += len(change.upserts)
-            self.stats.deletes += len(change.deletes)
+            if isinstance(change, ChangeLog):
+                self.stats.upserts += len(change.rows)
+            else:
+                self.stats.upserts += len(change.upserts)
+                self.stats.deletes += len(change.deletes)
         return change.last_ts
 
     # -- DDL ----------------------------------------------------------------------------------------
@@ -266,8 +267,12 @@ class LakeTarget:
         event = DDLEvent(step.version, action, step.query, step.schema, step.table, post, pre)
         if not step.version:
             raise refuse(event, "it carries no commit-ts, which lake targets record with every change")
-        if action in _RENAMES:
-            raise refuse(event, "renaming a table is not supported by lake targets yet")
+        if action in _RENAMES and post is not None and (pre is None or (pre.schema, pre.table) == (
+                step.schema, step.table)):  # a storage tree's schema file gives only the new name: the query the old
+            old = renamed_from(step.query, step.schema, step.table)
+            if old is None:
+                raise refuse(event, "the table's name before the rename is not in the DDL's query")
+            event = dataclasses.replace(event, pre_table_info=dataclasses.replace(post, schema=old[0], table=old[1]))
         if post is None and (action is DDLAction.CREATE_TABLE or (
                 action is DDLAction.TRUNCATE_TABLE and not self.tables.applied_ts(step.schema, step.table))):
             log.info("DDL %r: no definition of %s.%s here and nothing in its lake table: it is created with its "
@@ -277,3 +282,29 @@ class LakeTarget:
                  step.table, step.query)  # fmt: skip
         apply_ddl(self.tables, event)
         return True
+
+
+def renamed_from(query: str, schema: str, table: str) -> tuple[str, str] | None:
+    """The old name of ``schema.table`` in a ``RENAME TABLE a TO b[, ...]`` or ``ALTER TABLE a RENAME [TO|AS] b``
+    query (names without a schema are in ``schema``, the DDL's); None when the query names no such pair."""
+    from sparkcdc.capture.ddl_lexer import Cursor
+
+    try:
+        c = Cursor(query)
+        if c.accept("RENAME") and c.accept("TABLE"):
+            while True:
+                old = c.qualified(schema)
+                c.expect("TO")
+                if c.qualified(schema) == (schema, table):
+                    return old
+                if not c.accept_op(","):
+                    return None
+        if c.accept("ALTER") and c.accept("TABLE"):
+            old = c.qualified(schema)
+            if c.accept("RENAME"):
+                if not c.accept("TO"):
+                    c.accept("AS")
+                return old if c.qualified(schema) == (schema, table) else None
+    except CorruptDataError:
+        return None
+    return None

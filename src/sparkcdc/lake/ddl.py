@@ -1,11 +1,14 @@
 """A DDL applied to lake tables at the batch's barrier, or refused with one line naming it.
 
-What a lake table can follow is decided by comparing the table's lake schema before and after the DDL (not by
-the DDL's kind, which MySQL lets say many things at once): new columns at the end evolve the table (ADD COLUMN);
-a DDL that leaves the lake schema as it was (indexes, comments, VARCHAR(10) -> VARCHAR(20)) changes nothing; a
-column dropped, renamed, retyped or moved is not supported yet and fails the changefeed, since replicating on
-would write rows the table's schema no longer describes. Every schema change commits with the DDL's commit-ts,
-so a replayed DDL is applied once.
+What a lake table does for a DDL is decided from the table's definitions before and after it (not by the DDL's
+kind, which MySQL lets say many things at once; :mod:`~sparkcdc.lake.evolution` matches the columns): new
+columns evolve the table (ADD COLUMN, existing rows get the value the upstream gave them); dropped, renamed and
+widened columns evolve it too (Delta: a rewrite of the table in one commit; Iceberg: a schema update in place); a
+DDL that leaves the lake schema as it was (indexes, comments, VARCHAR(10) -> VARCHAR(20)) changes nothing. RENAME
+TABLE copies the table to its new name and empties the old one. A change neither format can express (a narrowing
+type change, a table gaining or losing its only key) fails the changefeed, since replicating on would write rows
+the table's schema no longer describes. Every change commits with the DDL's commit-ts, so a replayed DDL is
+applied once.
 """
 
 from __future__ import annotations
@@ -16,9 +19,10 @@ from typing import Any
 import pyarrow as pa  # type: ignore[import-untyped]
 
 from sparkcdc.errors import SparkcdcError
+from sparkcdc.lake.evolution import plan
 from sparkcdc.lake.target import LakeTables
 from sparkcdc.lake.types import added_value, arrow_schema
-from sparkcdc.model import DDLEvent
+from sparkcdc.model import DDLEvent, TableInfo
 from sparkcdc.model.ddl_action import DDLAction
 from sparkcdc.model.table import ColumnInfo
 
@@ -48,21 +52,32 @@ def apply_ddl(tables: LakeTables, ddl: DDLEvent) -> None:
         return
     pre = ddl.pre_table_info
     if pre is not None and (pre.schema, pre.table) != (info.schema, info.table):
-        raise refuse(ddl, "renaming a table is not supported by lake sinks yet")
-    if pre is not None:
-        before, after = arrow_schema(pre), arrow_schema(info)
-        kept = [(f.name.lower(), f.type) for f in after][: len(before)]
-        if kept != [(f.name.lower(), f.type) for f in before]:
-            raise refuse(ddl, "only adding columns at the end is supported by lake sinks yet (no drop, rename, "
-                               "type change or reorder of a column)")  # fmt: skip
-        if len(after) == len(before):
-            return
-        fill = _added_values(ddl, info.columns[len(before):])
-        if any(v is not None for v in fill.values()):
-            tables.ensure(info)  # keeps the table's commit-ts: a crash before the fill replays the DDL
-            tables.fill(info, fill, ddl.commit_ts)
-            return
-    tables.ensure(info, ddl.commit_ts)
+        if _columns(pre) != _columns(info):
+            raise refuse(ddl, "renaming a table and changing its columns in one DDL is not supported by lake "
+                              "sinks")  # fmt: skip
+        tables.rename(pre, info, ddl.commit_ts)
+        return
+    if pre is None:
+        tables.ensure(info, ddl.commit_ts)
+        return
+    try:
+        change = plan(pre, info, ddl.action)
+    except ValueError as e:
+        raise refuse(ddl, str(e)) from e
+    if not change.rewrites and not change.added:
+        return
+    fill = _added_values(ddl, change.added)
+    if change.rewrites:
+        tables.evolve(info, change, fill, ddl.commit_ts)
+    elif any(v is not None for v in fill.values()):
+        tables.ensure(info)  # keeps the table's commit-ts: a crash before the fill replays the DDL
+        tables.fill(info, fill, ddl.commit_ts)
+    else:
+        tables.ensure(info, ddl.commit_ts)
+
+
+def _columns(info: TableInfo) -> list[tuple[str, str]]:
+    return [(f.name, str(f.type)) for f in arrow_schema(info)]
 
 
 def _added_values(ddl: DDLEvent, columns: Iterable[ColumnInfo]) -> dict[str, Any]:

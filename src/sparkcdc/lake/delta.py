@@ -16,6 +16,8 @@ import pyarrow as pa  # type: ignore[import-untyped]
 
 from sparkcdc.errors import ConfigError, StorageError
 from sparkcdc.lake.changes import NetChange
+from sparkcdc.lake.evolution import SchemaChange, reshape
+from sparkcdc.lake.keyless import ChangeLog, lake_schema, to_arrow_log
 from sparkcdc.lake.types import arrow_schema, pad, to_arrow
 from sparkcdc.model import TableInfo
 
@@ -70,15 +72,14 @@ class DeltaTables:
         dt = self._open(schema, table)
         return 0 if dt is None else int(dt.transaction_version(self.app_id) or 0)
 
-    def ensure(self, info: TableInfo, ts: int | None = None) -> Any:
-        """The table for ``info``: created when missing, missing columns added (ADD COLUMN). Idempotent; each
-        change commits with ``ts`` (default: what the table already holds). Columns the table has beyond
-        ``info`` stay: after a crash the run restarts from an older definition than the DDLs the table already
-        followed (a DDL that drops a column is refused by :mod:`~sparkcdc.lake.ddl`, not here). Raises
-        ConfigError for a definition Delta cannot hold as it is."""
+    def ensure(self, info: TableInfo, ts: int | None = None, add_columns: bool = True) -> Any:
+        """The table for ``info``: created when missing, missing columns added (ADD COLUMN) unless not
+        ``add_columns``. Idempotent; each change commits with ``ts`` (default: what the table already holds).
+        Columns the table has beyond ``info`` stay: rows of an older definition replayed after a crash (columns
+        are dropped by :meth:`evolve` only). Raises ConfigError for a definition Delta cannot hold as it is."""
         check_names(info)
         dt = self._open(info.schema, info.table)
-        wanted = arrow_schema(info)
+        wanted = lake_schema(info)
         if ts is None:
             ts = 0 if dt is None else int(dt.transaction_version(self.app_id) or 0)
         if dt is None:
@@ -88,21 +89,25 @@ class DeltaTables:
                                         commit_properties=self._props(ts))  # fmt: skip
         have = {f.name.lower(): f for f in pa.schema(dt.schema().to_arrow())}
         missing = [f for f in wanted if f.name.lower() not in have]
-        if missing:
+        if missing and add_columns:
             from deltalake.schema import Field
 
             fields = [Field.from_arrow(f.with_nullable(True)) for f in missing]
             dt.alter.add_columns(fields, commit_properties=self._props(ts))
         return dt
 
-    def merge(self, info: TableInfo, change: NetChange, after_ts: int) -> int:
-        """One MERGE of the batch's net change (delete the deleted keys, upsert the rest), committed with the txn
-        version ``change.last_ts``. ``after_ts`` is what the table held before (:meth:`applied_ts`): a schema
-        change made first commits with it, so a crash between the two commits replays the rows. Returns the rows
-        written (0 when there was nothing)."""
+    def merge(self, info: TableInfo, change: NetChange | ChangeLog, after_ts: int) -> int:
+        """One MERGE of the batch's net change (delete the deleted keys, upsert the rest), or one append of a
+        key-less table's change log, committed with the txn version ``change.last_ts``. ``after_ts`` is what the
+        table held before (:meth:`applied_ts`): a schema change made first commits with it, so a crash between the
+        two commits replays the rows. Returns the rows written (0 when there was nothing)."""
         if change.empty:
             return 0
         dt = self.ensure(info, after_ts)
+        if isinstance(change, ChangeLog):
+            data = pad(to_arrow_log(info, change), pa.schema(dt.schema().to_arrow()))
+            _deltalake().write_deltalake(dt, data, mode="append", commit_properties=self._props(change.last_ts))
+            return len(change.rows)
         keys = [info.columns[i].name for i in info.handle_key_positions]
         width = len(info.columns)
         rows: list[tuple[Any, ...]] = list(change.upserts.values())
@@ -128,6 +133,35 @@ class DeltaTables:
         schema = arrow_schema(info)
         updates = {_quote(name): _sql_literal(v, schema.field(name).type) for name, v in values.items()}
         dt.update(updates=updates, commit_properties=self._props(ts))
+
+    def evolve(self, info: TableInfo, change: SchemaChange, fill: dict[str, Any], ts: int) -> None:
+        """DROP, RENAME or widen columns (and add any new ones with their ``fill`` values) by rewriting the table
+        in one overwrite commit with ``ts``: delta-rs 1.6 has no drop or rename of a column, and its writes to a
+        table with column mapping (the Delta way to do both in place) lose the values. Earlier versions keep
+        their schema and files, so as-of reads before the DDL are unchanged."""
+        dt = self._open(info.schema, info.table)
+        if dt is None:
+            self.ensure(info, ts)
+            return
+        if int(dt.transaction_version(self.app_id) or 0) >= ts:
+            return
+        data = reshape(dt.to_pyarrow_table(), change, info, fill)
+        _deltalake().write_deltalake(dt, data, mode="overwrite", schema_mode="overwrite",
+                                     commit_properties=self._props(ts))  # fmt: skip
+
+    def rename(self, pre: TableInfo, post: TableInfo, ts: int) -> None:
+        """RENAME TABLE: the new table gets the old one's rows in one commit with ``ts``, then the old one is
+        emptied as by DROP TABLE (a Delta table is a directory: moving it would take the old name's history,
+        which as-of reads of points before the rename need, and object stores have no atomic move)."""
+        check_names(post)
+        old = self._open(pre.schema, pre.table)
+        new = self._open(post.schema, post.table)
+        if new is None or int(new.transaction_version(self.app_id) or 0) < ts:
+            data = old.to_pyarrow_table() if old is not None else lake_schema(post).empty_table()
+            _deltalake().write_deltalake(self.uri(post.schema, post.table), data, mode="overwrite",
+                                         schema_mode="overwrite", storage_options=self.storage_options,
+                                         commit_properties=self._props(ts))  # fmt: skip
+        self.drop(pre.schema, pre.table, ts)
 
     def truncate(self, info: TableInfo, ts: int) -> None:
         dt = self.ensure(info, ts)

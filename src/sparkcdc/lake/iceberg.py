@@ -19,11 +19,14 @@ import pyarrow as pa  # type: ignore[import-untyped]
 
 from sparkcdc.errors import ConfigError, StorageError
 from sparkcdc.lake.changes import Key, NetChange
+from sparkcdc.lake.evolution import SchemaChange
+from sparkcdc.lake.keyless import ChangeLog, lake_schema, to_arrow_log
 from sparkcdc.lake.location import LakeLocation
-from sparkcdc.lake.types import arrow_schema, pad, to_arrow
+from sparkcdc.lake.types import pad, to_arrow
 from sparkcdc.model import TableInfo
 
 COMMIT_TS = "sparkcdc.commit-ts"
+SCHEMA_TS = "sparkcdc.schema-commit-ts"  # table property: the commit-ts of the last column DDL (no snapshot of its own)
 CATALOG_FILE = "catalog.db"
 
 
@@ -97,12 +100,12 @@ class IcebergTables:
         t = self._load(schema, table, fresh=True)
         return 0 if t is None else _applied(t)
 
-    def ensure(self, info: TableInfo, ts: int | None = None) -> Any:
-        """Creates the table, or adds the columns it lacks (an Iceberg schema update: no snapshot, so ``ts`` is
-        not recorded: the next snapshot records the commit-ts that covers it). Columns beyond ``info`` stay, as
-        for Delta (:meth:`DeltaTables.ensure`)."""
+    def ensure(self, info: TableInfo, ts: int | None = None, add_columns: bool = True) -> Any:
+        """Creates the table, or adds the columns it lacks unless not ``add_columns`` (an Iceberg schema update: no
+        snapshot, so ``ts`` is not recorded: the next snapshot records the commit-ts that covers it). Columns beyond
+        ``info`` stay, as for Delta (:meth:`DeltaTables.ensure`)."""
         t = self._load(info.schema, info.table)
-        wanted = arrow_schema(info)
+        wanted = lake_schema(info)
         if t is None:
             self._create_namespace(info.schema)
             t = self.catalog.create_table_if_not_exists((info.schema, info.table), wanted)
@@ -110,7 +113,7 @@ class IcebergTables:
             return t
         have = {f.name.lower() for f in t.schema().fields}
         missing = [f for f in wanted if f.name.lower() not in have]
-        if missing:
+        if missing and add_columns:
             with t.update_schema() as update:
                 update.union_by_name(pa.schema(missing))
             t = self._load(info.schema, info.table, fresh=True)
@@ -125,11 +128,14 @@ class IcebergTables:
             if (name,) not in self.catalog.list_namespaces():
                 raise
 
-    def merge(self, info: TableInfo, change: NetChange, after_ts: int) -> int:
+    def merge(self, info: TableInfo, change: NetChange | ChangeLog, after_ts: int) -> int:
         if change.empty:
             return 0
         t = self.ensure(info)
         props = {COMMIT_TS: str(change.last_ts)}
+        if isinstance(change, ChangeLog):
+            t.append(pad(to_arrow_log(info, change), t.schema().as_arrow()), snapshot_properties=props)
+            return len(change.rows)
         keys = [info.columns[i].name for i in info.handle_key_positions]
         touched = [*change.upserts, *change.deletes]
         with warnings.catch_warnings(), t.transaction() as tx:
@@ -157,6 +163,57 @@ class IcebergTables:
             warnings.filterwarnings("ignore", "Delete operation did not match any records")  # an empty table
             t.overwrite(data, snapshot_properties={COMMIT_TS: str(ts)})
 
+    def evolve(self, info: TableInfo, change: SchemaChange, fill: dict[str, Any], ts: int) -> None:
+        """DROP, RENAME or widen columns (and add new ones) as one Iceberg schema update, in place: data files keep
+        their columns by field id, and each snapshot keeps the schema it was written with, so as-of reads before
+        the DDL see the old columns. The update makes no snapshot: the table property ``sparkcdc.schema-commit-ts``,
+        committed in the same transaction, keeps a replayed DDL from applying twice. The added columns' ``fill``
+        values, if any, then commit as for ADD COLUMN (:meth:`fill`, a snapshot recording ``ts``)."""
+        t = self._load(info.schema, info.table)
+        if t is None:
+            self.ensure(info)
+            return
+        if max(_applied(t), int(t.properties.get(SCHEMA_TS, 0))) < ts:
+            with t.transaction() as tx:
+                with tx.update_schema() as update:
+                    for name in change.dropped:
+                        update.delete_column(name)
+                    for name, typ in change.retyped:
+                        update.update_column(name, field_type=_iceberg_type(typ))
+                    for old, new in change.renamed:
+                        update.rename_column(old, new)
+                    if change.added:
+                        added = lake_schema(info)
+                        update.union_by_name(pa.schema([added.field(c.name).with_nullable(True)
+                                                        for c in change.added]))  # fmt: skip
+                tx.set_properties({SCHEMA_TS: str(ts)})
+            t = self._load(info.schema, info.table, fresh=True)
+        if any(v is not None for v in fill.values()):
+            self.fill(info, fill, ts)
+
+    def rename(self, pre: TableInfo, post: TableInfo, ts: int) -> None:
+        """RENAME TABLE: the new table gets the old one's rows and schema in one snapshot recording ``ts``, then
+        the old one is emptied as by DROP TABLE, so its snapshots still answer as-of reads before the rename (the
+        catalog's rename would take them to the new name)."""
+        old = self._load(pre.schema, pre.table)
+        data = old.scan().to_arrow() if old is not None else lake_schema(post).empty_table()
+        new = self._load(post.schema, post.table)
+        if new is None:
+            self._create_namespace(post.schema)
+            source = old.schema() if old is not None else lake_schema(post)
+            new = self.catalog.create_table_if_not_exists((post.schema, post.table), source)
+            self._loaded[(post.schema, post.table)] = new
+        if _applied(new) < ts:
+            with warnings.catch_warnings(), new.transaction() as tx:
+                warnings.filterwarnings("ignore", "Delete operation did not match any records")  # a new table
+                with tx.update_schema() as update:
+                    update.union_by_name(data.schema)
+                    for f in new.schema().fields:
+                        if f.name not in data.schema.names:
+                            update.delete_column(f.name)
+                tx.overwrite(data, snapshot_properties={COMMIT_TS: str(ts)})
+        self.drop(pre.schema, pre.table, ts)
+
     def truncate(self, info: TableInfo, ts: int) -> None:
         from pyiceberg.expressions import AlwaysTrue
 
@@ -171,6 +228,17 @@ class IcebergTables:
         t = self._load(schema, table)
         if t is not None and _applied(t) < ts:
             t.delete(AlwaysTrue(), snapshot_properties={COMMIT_TS: str(ts)})
+
+
+def _iceberg_type(typ: pa.DataType) -> Any:
+    """The Iceberg type a column is widened to (:func:`~sparkcdc.lake.evolution.widens`: long, double, decimal)."""
+    from pyiceberg import types
+
+    if pa.types.is_int64(typ):
+        return types.LongType()
+    if pa.types.is_float64(typ):
+        return types.DoubleType()
+    return types.DecimalType(typ.precision, typ.scale)
 
 
 def _applied(t: Any) -> int:

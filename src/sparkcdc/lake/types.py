@@ -98,13 +98,16 @@ def to_arrow(info: TableInfo, rows: Sequence[Sequence[Any]], extra: dict[str, pa
 
 
 def pad(table: pa.Table, lake: pa.Schema) -> pa.Table:
-    """``table`` with a NULL column for each column the lake table has and ``table`` lacks: rows of an older
-    definition replayed after a crash into a table that already followed a later ADD COLUMN."""
-    have = {name.lower() for name in table.column_names}
+    """``table`` with a NULL column for each column the lake table has and ``table`` lacks (rows of an older
+    definition replayed after a crash into a table that already followed a later ADD COLUMN), its columns in the
+    lake table's order (a column MySQL moved keeps its lake place), then the columns the lake table lacks."""
+    have = {name.lower(): name for name in table.column_names}
     for f in lake:
         if f.name.lower() not in have:
             table = table.append_column(pa.field(f.name, f.type), pa.nulls(table.num_rows, f.type))
-    return table
+            have[f.name.lower()] = f.name
+    first = [have[f.name.lower()] for f in lake]
+    return table.select([*first, *(n for n in table.column_names if n not in set(first))])
 
 
 _IMPLICIT_ZERO = frozenset({"tinyint", "smallint", "mediumint", "int", "bigint", "year", "decimal", "float", "double"})

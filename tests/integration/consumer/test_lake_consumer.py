@@ -3,7 +3,8 @@ include-commit-ts, canal-json with the TiDB extension: ``tests/unit/consumer/tre
 ``iceberg://`` (its SQL catalog on SQLite in the warehouse). The tables, read back by the spec readers of
 ``tests/e2e/lake_readers.py`` (no delta-rs, no pyiceberg), hold the rows the MySQL target gives for the same trees
 (``test_storage_consumer.py`` asserts those against a real MariaDB); a replay after lost positions applies nothing
-twice; time travel returns the first run's table; a RENAME stops with one line. No server, no Spark."""
+twice; time travel returns the first run's table; a RENAME TABLE moves the rows; a narrowing type change stops with one
+line. No server, no Spark."""
 
 from __future__ import annotations
 
@@ -107,14 +108,25 @@ def test_csv_tree_with_ddl_replays_and_cutoff_equals_the_mysql_target(tmp_path: 
     as_of = read_as_of(uri, "db.t", V1 + 80).to_pylist()
     assert sorted((tuple(r.values()) for r in as_of), key=lambda row: row[0]) == first_t
 
-    # a RENAME: one line naming the schema file and the DDL, nothing applied after it
+    # a RENAME (the schema file names only the new table): the rows move, later rows land in the new name, and
+    # the old name still reads as it was before the rename
     tree.schema(table("db", "u_new"), V1 + 130, "RENAME TABLE `db`.`u` TO `db`.`u_new`", DDLAction.RENAME_TABLE)
+    tree.data("db", "u_new", V1 + 130, 1, [_r("I", "u_new", V1 + 135, 10, "u10")])
     tree.metadata(V1 + 140)
+    _ok(_consume(tree, uri))
+    assert _rows(lake, fmt, "db", "u_new") == [(7, "u7"), (8, "u8"), (9, "u9"), (10, "u10")]
+    assert _rows(lake, fmt, "db", "u") == []
+    assert len(read_as_of(uri, "db.u", V1 + 129)) == 3
+
+    # a type change no lake type can hold in place: one line naming the schema file and the DDL
+    narrowed = table("db", "t", ColumnInfo("w", "varchar", length=5))
+    tree.schema(narrowed, V1 + 150, "ALTER TABLE `t` MODIFY `w` VARCHAR(5)", DDLAction.MODIFY_COLUMN)
+    tree.metadata(V1 + 160)
     res = _consume(tree, uri)
     assert res.returncode == 1
     lines = res.stderr.strip().splitlines()
     assert len(lines) == 1 and "Traceback" not in res.stderr, res.stderr
-    assert "schema_" in lines[0] and "RENAME TABLE" in lines[0] and "renaming a table is not supported" in lines[0]
+    assert "schema_" in lines[0] and "MODIFY" in lines[0] and "changes lake type from int32 to string" in lines[0]
 
 
 @pytest.mark.parametrize("fmt", FORMATS)

@@ -20,6 +20,7 @@ from sparkcdc.consumer.target import open_target as open_any_target
 from sparkcdc.errors import ConfigError, SparkcdcError
 from sparkcdc.lake.changes import NetChange
 from sparkcdc.lake.ddl import LakeDDLError
+from sparkcdc.lake.keyless import ChangeLog
 from sparkcdc.lake.location import LakeLocation
 from sparkcdc.model import DDLAction, RowChange, RowOp, TableInfo
 from sparkcdc.model.steps import DDL_PARTITION, ORDERED_PARTITION, Batch, Checkpoint, DdlStep, RowsStep
@@ -48,9 +49,12 @@ class FakeLake:
             self.ts[(info.schema, info.table)] = max(self.applied_ts(info.schema, info.table), ts)
         return None
 
-    def merge(self, info: TableInfo, change: NetChange, after_ts: int) -> int:
+    def merge(self, info: TableInfo, change: NetChange | ChangeLog, after_ts: int) -> int:
         assert after_ts == self.applied_ts(info.schema, info.table)
         rows = self.rows.setdefault((info.schema, info.table), {})
+        if isinstance(change, ChangeLog):  # appended: one row per change, numbered
+            rows.update({len(rows) + i: entry for i, entry in enumerate(change.rows)})
+            change = NetChange({}, frozenset(), change.last_ts)
         for k in change.deletes:
             rows.pop(k, None)
         rows.update(change.upserts)
@@ -69,6 +73,11 @@ class FakeLake:
 
     def drop(self, schema: str, table: str, ts: int) -> None:
         raise AssertionError("not used here")
+
+    def rename(self, pre: TableInfo, post: TableInfo, ts: int) -> None:
+        self.rows[(post.schema, post.table)] = self.rows.pop((pre.schema, pre.table), {})
+        self.ts[(post.schema, post.table)] = ts
+        self.commits.append((f"rename {pre.qualified_name} {post.qualified_name}", ts))
 
 
 def _target(tmp_path: Path, lake: FakeLake | None = None) -> tuple[LakeTarget, FakeLake]:
@@ -127,15 +136,25 @@ def test_a_new_table_version_inside_a_step_commits_the_older_rows_first(tmp_path
     assert lake.commits == [("db.t", 10), ("db.t", 35)]
 
 
-@pytest.mark.parametrize(("row", "message"), [
-    (ins(0, 1, "a"), "a row without a commit-ts (canal-json without enable-tidb-extension"),
-    (ins(5, "a", t=KEYLESS), "table db.t has no primary or not-null unique key"),
-])  # fmt: skip
-def test_rows_the_lake_cannot_take_are_refused_with_one_line(tmp_path: Path, row: Any, message: str) -> None:
+def test_rows_without_a_commit_ts_are_refused_with_one_line(tmp_path: Path) -> None:
     target, lake = _target(tmp_path)
+    message = "a row without a commit-ts (canal-json without enable-tidb-extension"
     with pytest.raises(ConfigError, match=message.replace("(", r"\(")):
-        target.apply(RowsStep({("db", "t", 0): [Batch([row], _pos(0, 1, 5))]}, upto=5))
+        target.apply(RowsStep({("db", "t", 0): [Batch([ins(0, 1, "a")], _pos(0, 1, 5))]}, upto=5))
     assert lake.commits == [] and target.checkpoints == {}
+
+
+def test_a_keyless_table_is_appended_once(tmp_path: Path) -> None:
+    """Real TiCDC's output of a table without a key (force-replicate) is appended as a change log, as by the
+    sinks; a replayed step appends nothing."""
+    target, lake = _target(tmp_path)
+    rows = [ins(5, "a", t=KEYLESS), ins(5, "a", t=KEYLESS), dele(6, "a", t=KEYLESS)]
+    step = RowsStep({("db", "t", 0): [Batch(rows, _pos(0, 1, 6))]}, upto=6)
+    target.apply(step)
+    target.checkpoints.clear()
+    target.apply(step)
+    assert lake.commits == [("db.t", 6)]
+    assert sorted(lake.rows[("db", "t")].values()) == [("D", ("a",), 6), ("I", ("a",), 5), ("I", ("a",), 5)]
 
 
 def test_ddls_run_once_and_are_recorded(tmp_path: Path) -> None:
@@ -162,11 +181,22 @@ def test_ddls_without_definitions(tmp_path: Path) -> None:
         target.apply(DdlStep("db", "t", "ALTER TABLE t ADD c INT", DDLAction.ADD_COLUMN, 30))
 
 
-def test_rename_is_refused_naming_the_schema_file(tmp_path: Path) -> None:
-    target, _ = _target(tmp_path)
-    step = DdlStep("db", "u", "RENAME TABLE t TO u", DDLAction.RENAME_TABLE, 30, source="db/u/meta/schema_30_1.json",
+@pytest.mark.parametrize("query", ["RENAME TABLE t TO u", "RENAME TABLE `db`.`x` TO `db`.`y`, db.t TO `u`",
+                                   "ALTER TABLE `t` RENAME TO u", "alter table db.t rename as db.u"])
+def test_rename_from_a_schema_file_takes_the_old_name_from_the_query(tmp_path: Path, query: str) -> None:
+    target, lake = _target(tmp_path)
+    target.apply(RowsStep({("db", "t", 0): [Batch([ins(10, 1, "a")], _pos(0, 1, 10))]}, upto=10))
+    step = DdlStep("db", "u", query, DDLAction.RENAME_TABLE, 30, source="db/u/meta/schema_30_1.json",
                    definitions=lambda: (None, table(*T.columns, name="u")))  # fmt: skip
-    with pytest.raises(LakeDDLError, match=r"^db/u/meta/schema_30_1.json: DDL 'RENAME TABLE t TO u' .*renaming"):
+    target.apply(step)
+    assert lake.commits[-1] == ("rename db.t db.u", 30) and target.ddl_version("db", "u") == 30
+
+
+def test_rename_whose_old_name_is_unknown_is_refused_naming_the_schema_file(tmp_path: Path) -> None:
+    target, _ = _target(tmp_path)
+    step = DdlStep("db", "u", "RENAME TABLE a TO b", DDLAction.RENAME_TABLE, 30, source="db/u/meta/schema_30_1.json",
+                   definitions=lambda: (None, table(*T.columns, name="u")))  # fmt: skip
+    with pytest.raises(LakeDDLError, match=r"^db/u/meta/schema_30_1.json: DDL 'RENAME TABLE a TO b' .*before the"):
         target.apply(step)
     assert target.ddl_version("db", "u") == 0
 

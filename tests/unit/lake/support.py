@@ -4,6 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from sparkcdc.lake.as_of import read_as_of
+from sparkcdc.lake.keyless import fold
+from sparkcdc.lake.location import LakeLocation
+from sparkcdc.lake.target import LakeTables, open_tables
 from sparkcdc.model import RowChange, RowOp, TableInfo
 from sparkcdc.model.table import ColumnInfo
 
@@ -29,3 +33,19 @@ def upd(ts: int, before: tuple[Any, ...], after: tuple[Any, ...], t: TableInfo =
 
 def dele(ts: int, *before: Any, t: TableInfo = T) -> RowChange:
     return RowChange(ts, t, RowOp.DELETE, tuple(before), None)
+
+
+def lake(uri: str) -> LakeTables:
+    where, _ = LakeLocation.from_uri(uri)
+    return open_tables(where, "cf")
+
+
+def apply(tables: LakeTables, rows: list[RowChange]) -> int:
+    """One batch of one table committed as the sink's writer does."""
+    info = rows[-1].table
+    applied = tables.applied_ts(info.schema, info.table)
+    return tables.merge(info, fold(rows, info, applied), applied)
+
+
+def rows_of(uri: str, ts: int, name: str = "db.t") -> list[tuple[object, ...]]:
+    return sorted(tuple(r.values()) for r in read_as_of(uri, name, ts).to_pylist())

@@ -1,6 +1,6 @@
-"""Driver side: the batch's DDLs at the barrier, after every table's MERGE of the batch committed; tables are
-created (or evolved) once per run from the run's table definitions, so a table with no DDL in the stream exists
-before its first row."""
+"""Driver side: the batch's DDLs at the barrier, after every table's MERGE of the batch committed; tables
+missing from the lake are created once per run from the run's table definitions, so a table with no DDL in the
+stream exists before its first row."""
 
 from __future__ import annotations
 
@@ -21,9 +21,8 @@ class LakeCommitter:
 
     def start(self, tables: Callable[[], Sequence[TableInfo]]) -> None:
         lake = open_tables(self.config.where, self.ctx.changefeed)
-        for info in tables():
-            if info.handle_key_positions:  # key-less tables are refused when their first row comes
-                lake.ensure(info)
+        for info in tables():  # only created: an existing table already followed the DDLs (maybe past this run's
+            lake.ensure(info, add_columns=False)  # definitions, after a crash: a renamed column must not come back)
 
     def commit(self, results: Sequence[Any], ddls: Sequence[DDLEvent]) -> None:
         if not ddls:

@@ -1,5 +1,6 @@
 """Executor side: a table's rows travel pickled to the one task that owns the table (route = the table), which
-folds the batch into the net change per key and commits it as one MERGE with the table's new commit-ts.
+folds the batch into the net change per key (a key-less table: its change log) and commits it as one MERGE (an
+append) with the table's new commit-ts.
 
 A replayed batch reads the commit-ts the table already holds (:meth:`LakeTables.applied_ts`, committed with the
 data) and skips every transaction at or below it, so a kill -9 at any point applies each transaction once.
@@ -10,8 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable, Iterator, Sequence
 from itertools import groupby
 
-from sparkcdc.errors import ConfigError
-from sparkcdc.lake.changes import net_change
+from sparkcdc.lake.keyless import fold
 from sparkcdc.lake.target import open_tables
 from sparkcdc.model import RowChange
 from sparkcdc.sink.base import Payload, Routed, SinkContext
@@ -44,11 +44,8 @@ class LakeTaskWriter:
             for _version, group in groupby(chunks, key=lambda c: c.info.version):  # a DDL ends a batch: one, mostly
                 part = list(group)
                 info = part[-1].info
-                if not info.handle_key_positions:
-                    raise ConfigError(f"table {info.qualified_name} has no primary or not-null unique key: lake "
-                                      "sinks do not replicate key-less tables yet; exclude it or add a key")
                 rows = [r for c in part for r in unpack(c.data, c.info) if isinstance(r, RowChange)]
-                change = net_change(rows, info.handle_key_positions, applied)
+                change = fold(rows, info, applied)
                 n += tables.merge(info, change, applied)
                 applied = max(applied, change.last_ts)
             written[f"{schema}.{table}"] = n
