@@ -181,3 +181,14 @@ def test_a_keyless_table_follows_column_ddl(uri: str) -> None:
     apply(t, [ins(30, 2, "y", t=post)])
     assert sorted(tuple(r.values()) for r in read_as_of(uri, "db.k", 30).select(["a", "c", OP_COLUMN]).to_pylist()) \
         == [(1, "x", "I"), (2, "y", "I")]
+
+
+def test_a_moved_column_keeps_its_lake_place_and_rows_land_by_name(uri: str) -> None:
+    t = lake(uri)
+    apply(t, [ins(10, 1, "a", 5, t=T)])
+    moved = table(key_col("id"), ColumnInfo("n", "int"), ColumnInfo("w", "varchar"), version=20)
+    apply_ddl(t, ddl(20, "ALTER TABLE t CHANGE v w VARCHAR(9) AFTER n", T, moved))
+    apply(t, [ins(30, 2, 6, "b", t=moved), upd(30, (1, 5, "a"), (1, 7, "a"), t=moved)])
+    got = read_as_of(uri, "db.t", 30)
+    assert got.column_names == ["id", "w", "n"]
+    assert rows_of(uri, 30) == [(1, "a", 7), (2, "b", 6)]
