@@ -196,7 +196,6 @@ class IcebergTables:
         the old one is emptied as by DROP TABLE, so its snapshots still answer as-of reads before the rename (the
         catalog's rename would take them to the new name)."""
         old = self._load(pre.schema, pre.table)
-        data = old.scan().to_arrow() if old is not None else lake_schema(post).empty_table()
         new = self._load(post.schema, post.table)
         if new is None:
             self._create_namespace(post.schema)
@@ -204,6 +203,7 @@ class IcebergTables:
             new = self.catalog.create_table_if_not_exists((post.schema, post.table), source)
             self._loaded[(post.schema, post.table)] = new
         if _applied(new) < ts:
+            data = old.scan().to_arrow() if old is not None else lake_schema(post).empty_table()
             with warnings.catch_warnings(), new.transaction() as tx:
                 warnings.filterwarnings("ignore", "Delete operation did not match any records")  # a new table
                 with tx.update_schema() as update:
