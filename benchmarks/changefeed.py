@@ -55,6 +55,8 @@ from sparkcdc.pipeline.query import build_session, start_query, stop_between_bat
 from sparkcdc.pipeline.spec import FeedSpec
 
 # The workload's tables (``Bench.create_tables``); a benchmark with a database downstream creates them there too.
+# what a catch-up's CPU figure leaves out: the upstream database and the private Kafka broker
+CATCH_UP_SKIP = ("mariadbd", "tansu")
 TABLE_COLUMNS = "id BIGINT PRIMARY KEY, a INT, b VARCHAR(64), c DECIMAL(12,2), d DATETIME"
 
 
@@ -82,10 +84,11 @@ def _tree_stats(root: int) -> list[tuple[int, str, list[str]]]:
     return out
 
 
-def tree_cpu_seconds(root: int, skip: str = "mariadbd") -> float:
-    """CPU seconds (user + system) used so far by ``root`` and its descendants, except processes named ``skip``."""
+def tree_cpu_seconds(root: int, skip: tuple[str, ...] = ("mariadbd",)) -> float:
+    """CPU seconds (user + system) used so far by ``root`` and its descendants, except processes named in
+    ``skip``."""
     tick = os.sysconf("SC_CLK_TCK")
-    return sum((int(f[11]) + int(f[12])) / tick for _pid, name, f in _tree_stats(root) if name != skip)
+    return sum((int(f[11]) + int(f[12])) / tick for _pid, name, f in _tree_stats(root) if name not in skip)
 
 
 def _tree_rss(root: int, exclude: int, skip: tuple[str, ...] = ()) -> dict[int, tuple[str, int]]:
@@ -213,6 +216,7 @@ class Bench:
     def __init__(self, work: Path, args: argparse.Namespace) -> None:
         self.work = work
         self.args = args
+        self.catch_up_cpu = 0.0  # CPU seconds of the last catch-up (this process tree without CATCH_UP_SKIP)
         self.db = MariaDB(work / "mariadb").start()
         import pymysql  # type: ignore[import-untyped]
 
@@ -317,10 +321,11 @@ class Bench:
             end = self.load(db)
             while self._resolved() < end:
                 time.sleep(0.05)
-            t0 = time.time()
+            t0, cpu0 = time.time(), tree_cpu_seconds(os.getpid(), CATCH_UP_SKIP)
             query = start_query(spark, spec)
             try:
                 done = log.wait(end, 900)
+                self.catch_up_cpu = tree_cpu_seconds(os.getpid(), CATCH_UP_SKIP) - cpu0
             finally:
                 stop_between_batches(query, spec)
             return float(self.args.rows / (done - t0))

@@ -21,8 +21,10 @@ Reports, in one run (generated input, same machine, same workload for each confi
 * against the storage sink (``file://...?protocol=canal-json``, the configuration of ``benchmarks/changefeed.py``)
   on the same workload: the same pipeline writing files. Target: the Kafka sink at >= 1.0x the storage sink.
 
-Also printed per Kafka run: messages per partition (the default dispatcher sends a table's rows to one
-partition) and how many of the query's writer tasks the topic's partitions were routed to.
+Also printed per run: the CPU per row of the catch-up (this process tree: Spark, its workers, the puller; not
+MariaDB nor the broker), steadier than rows/s on a shared machine; per Kafka run, messages per partition (the
+default dispatcher sends a table's rows to one partition) and how many of the query's writer tasks the topic's
+partitions were routed to.
 
 Each round runs every configuration once on a fresh database, the order rotated per round so no configuration
 always gets the coldest workers; with ``--rounds`` > 1 the median of the ratios is reported. A micro-batch ends a
@@ -133,6 +135,7 @@ def run_kafka(bench: Bench, spark: Any, broker: ApacheKafka, protocol: str, name
     """Catch-up rows/s of a Kafka changefeed with ``protocol``, then the producer baseline on its messages."""
     feed = KafkaFeed(broker.bootstrap, f"bench-{name}", protocol, registry)
     rate = bench.catch_up(spark, name, feed.uri, feed.checkpoint)
+    cpu = bench.catch_up_cpu
     assert feed.spec is not None
     writers = min(feed.spec.sink_config().worker_count, spark.sparkContext.defaultParallelism)
     topics = feed.topics()
@@ -156,7 +159,7 @@ def run_kafka(bench: Bench, spark: Any, broker: ApacheKafka, protocol: str, name
     for f in admin.delete_topics([topics[0]], request_timeout=30).values():
         f.result()
     seconds = statistics.median(runs)
-    return {"rate": rate, "producer": bench.args.rows / seconds, "messages": count, "bytes": size,
+    return {"rate": rate, "cpu": cpu, "producer": bench.args.rows / seconds, "messages": count, "bytes": size,
             "producer_msgs": count / seconds, "per_partition": [len(messages[p]) for p in sorted(messages)],
             "writers": f"{writer_tasks(topics[0], len(messages), writers)} of {writers}"}  # fmt: skip
 
@@ -190,14 +193,15 @@ def main() -> int:
                 for c in configs[r % len(configs) :] + configs[: r % len(configs)]:
                     name = f"{c.replace('-', '_')}_r{r}"
                     if c == "storage":
-                        results[c].append({"rate": bench.catch_up(spark, name)})
+                        results[c].append({"rate": bench.catch_up(spark, name), "cpu": bench.catch_up_cpu})
                     else:
                         results[c].append(run_kafka(bench, spark, broker, c, name, registry.url if registry else ""))
                     got = results[c][-1]
                     extra = (f"; {got['messages']:,} messages ({got['bytes'] / 2**20:,.0f} MiB, per partition "
                              f"{got['per_partition']}, sent from {got['writers']} writer tasks); producer alone "
                              f"{got['producer_msgs']:,.0f} msg/s" if "producer" in got else "")  # fmt: skip
-                    print(f"round {r + 1} {c}: catch-up {got['rate']:,.0f} rows/s{extra}", flush=True)
+                    print(f"round {r + 1} {c}: catch-up {got['rate']:,.0f} rows/s, CPU "
+                          f"{got['cpu'] / args.rows * 1e6:.1f} us/row{extra}", flush=True)  # fmt: skip
         finally:
             spark.stop()
             broker.stop()
