@@ -1,9 +1,12 @@
 """Executor side, sink stage: a task's messages to the broker, in commit order per partition, all acknowledged.
 
-The task owns whole topic partitions (the query routed by partition), so sending its payloads in
-``(commit_ts, seq)`` order keeps each partition in commit order. The task returns only after every message is
-acknowledged (:meth:`DeliveryProducer.flush`); a failure fails the batch and nothing of it is acknowledged: the
-checkpoint stays and Spark replays the batch (TiCDC's at-least-once).
+The task owns whole topic partitions (the query routed by partition) and gets their payloads in ``(commit_ts,
+seq)`` order, so sending each as it comes keeps every partition in commit order. It sends while its input is still
+being read: route-aligned, that input is the task's own decoding of the relay log, so decoding and sending overlap
+(a backlog's first messages leave before the batch is decoded). The task returns only after every message is
+acknowledged (:meth:`DeliveryProducer.flush`); a failure (of the broker, or of the input mid-way) fails the batch,
+drops the producer with whatever it still holds, and nothing of the batch is acknowledged: the checkpoint stays and
+Spark replays the batch (TiCDC's at-least-once).
 
 The simple protocol's BOOTSTRAP messages are sent here, before the rows of a table: when this worker first sends
 the table's rows, then again once ``send-bootstrap-interval-in-sec`` has passed or
@@ -21,7 +24,6 @@ from typing import Any
 
 from sparkcdc.codec.base import message_encoder
 from sparkcdc.codec.simple.bootstrap import BootstrapTracker
-from sparkcdc.errors import SparkcdcError
 from sparkcdc.model import TableInfo
 from sparkcdc.sink.base import Routed, SinkContext
 from sparkcdc.sink.kafka.client import Clients, DeliveryProducer, clients, discard
@@ -50,19 +52,19 @@ class KafkaTaskWriter:
         self.ctx = ctx
 
     def write(self, payloads: Iterable[Routed]) -> KafkaResult:
+        """Send ``payloads`` (in commit order, read as they come) and wait for every acknowledgement. Raises
+        SparkcdcError, or whatever reading ``payloads`` raises."""
         try:
-            return self._write(sorted(payloads, key=lambda p: (p.commit_ts, p.seq)))
-        except SparkcdcError:
-            # what this batch sent may be lost: a fresh producer, and BOOTSTRAPs again before the replayed rows
+            with clients(self.config, self.ctx.changefeed) as client:
+                return self._send(client, payloads)
+        except Exception:
+            # what this batch sent may be lost, or still queued behind a failed input: a fresh producer, and
+            # BOOTSTRAPs again before the replayed rows
             discard(self.config, self.ctx.changefeed)
             _trackers.pop(self.ctx.changefeed, None)
             raise
 
-    def _write(self, payloads: list[Routed]) -> KafkaResult:
-        with clients(self.config, self.ctx.changefeed) as client:
-            return self._send(client, payloads)
-
-    def _send(self, client: Clients, payloads: list[Routed]) -> KafkaResult:
+    def _send(self, client: Clients, payloads: Iterable[Routed]) -> KafkaResult:
         producer = client.producer
         bootstrap = self._bootstrap(producer, client.topics.partitions) if self.config.bootstrap_enabled else None
         topics: dict[str, int] = {}
