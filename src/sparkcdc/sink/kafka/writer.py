@@ -20,6 +20,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
+from itertools import chain
 from typing import Any
 
 from sparkcdc.codec.base import message_encoder
@@ -55,8 +56,12 @@ class KafkaTaskWriter:
         """Send ``payloads`` (in commit order, read as they come) and wait for every acknowledgement. Raises
         SparkcdcError, or whatever reading ``payloads`` raises."""
         try:
+            it = iter(payloads)
+            first = next(it, None)
+            if first is None:  # a task with nothing to send (the batch mark's) makes no producer
+                return KafkaResult()
             with clients(self.config, self.ctx.changefeed) as client:
-                return self._send(client, payloads)
+                return self._send(client, chain((first,), it))
         except Exception:
             # what this batch sent may be lost, or still queued behind a failed input: a fresh producer, and
             # BOOTSTRAPs again before the replayed rows

@@ -101,6 +101,19 @@ def test_a_failed_input_drops_the_producer_and_acknowledges_nothing(monkeypatch:
     assert discarded == ["default/cf"]  # what it queued goes with it; the batch is replayed
 
 
+def test_no_input_makes_no_producer(monkeypatch: pytest.MonkeyPatch) -> None:
+    made: list[str] = []
+
+    @contextmanager
+    def clients(config: Any, changefeed: str) -> Iterator[FakeClients]:
+        made.append(changefeed)
+        yield FakeClients(FakeProducer([0]))
+
+    monkeypatch.setattr(writer, "clients", clients)
+    result = writer.KafkaTaskWriter(KafkaSinkConfig.from_uri(URI, {}), CTX).write(iter(()))
+    assert result == writer.KafkaResult() and made == []
+
+
 @pytest.mark.parametrize(
     ("toml", "routed"),
     [
