@@ -214,7 +214,7 @@ def main() -> int:
         try:
             for r in range(args.rounds):
                 for c in configs[r % len(configs) :] + configs[: r % len(configs)]:
-                    name = f"{c.replace('-', '_')}_r{r}"
+                    name = f"{c.replace('-', '_').replace(':', '_')}_r{r}"
                     if c == "storage":
                         results[c].append({"rate": bench.catch_up(spark, name), "cpu": bench.catch_up_cpu})
                     else:
