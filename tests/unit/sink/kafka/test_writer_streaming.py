@@ -138,3 +138,17 @@ def test_table_routed_only_when_every_dispatcher_routes_by_table(
         assert routes == {encoder.table_route("db", "t")} == {
             route_of(topic, TablePartition.table_partition("db", "t", 3))
         }
+
+
+@pytest.mark.parametrize(("partition", "aligned"), [("default", True), ("table", True), ("index-value", False),
+                                                    ("ts", False)])  # fmt: skip
+def test_the_query_decodes_in_the_writer_tasks_when_tables_route_alone(
+    tmp_path: Any, partition: str, aligned: bool
+) -> None:
+    from sparkcdc.pipeline.query import route_aligned
+    from sparkcdc.pipeline.spec import FeedSpec
+
+    spec = FeedSpec(changefeed="default/cf", capture_dir=str(tmp_path / "c"), state_dir=str(tmp_path / "s"),
+                    sink_uri=URI, config={"sink": {"dispatchers": [{"matcher": ["*.*"], "partition": partition}]}},
+                    start_ts=1, sink_start_ts=1)  # fmt: skip
+    assert route_aligned(spec) is aligned
