@@ -67,10 +67,10 @@ from typing import Any
 
 from changefeed import TABLE_COLUMNS, _tree_stats
 from sparkcdc.capture.position import file_seq
+from sparkcdc.capture.supervisor import relay_progress
 from sparkcdc.devtools.apache_kafka import KAFKA_VERSION, ApacheKafka
 from sparkcdc.devtools.mariadb import CDC_PASSWORD, CDC_USER, MariaDB
 from sparkcdc.devtools.quickstart import CDC, _env, _Server
-from sparkcdc.pipeline.runner import relay_progress
 
 ROOT = Path(__file__).resolve().parent.parent
 PEERS = ROOT / ".cache" / "peers"
