@@ -2,7 +2,6 @@
 
     .venv/bin/python benchmarks/kafka_sink.py [--rows 500000] [--tables 4] [--txn-rows 1000] [--master 'local[2]']
                                               [--rounds 2] [--protocols canal-json,simple,avro] [--producer-runs 3]
-                                              [--shuffled]
 
 Reports, in one run (generated input, same machine, same workload for each configuration, one Spark session):
 
@@ -20,10 +19,7 @@ Reports, in one run (generated input, same machine, same workload for each confi
   batches, in a pipeline over the same cores. The producer runs ``--producer-runs`` times (a fresh topic each)
   and its median counts. Target: the changefeed at >= 0.5x the producer;
 * against the storage sink (``file://...?protocol=canal-json``, the configuration of ``benchmarks/changefeed.py``)
-  on the same workload: the same pipeline writing files. Target: the Kafka sink at >= 1.0x the storage sink;
-* with ``--shuffled``, each protocol also through the query with the route shuffle (decoding tasks hand rows to the
-  writer tasks by topic partition) instead of writer tasks that decode their own tables and send as they decode
-  (the query's choice for the default dispatcher): rows/s and CPU per row of the two.
+  on the same workload: the same pipeline writing files. Target: the Kafka sink at >= 1.0x the storage sink.
 
 Also printed per run: the CPU per row of the catch-up (this process tree: Spark, its workers, the puller; not
 MariaDB nor the broker), steadier than rows/s on a shared machine; per Kafka run, messages per partition (the
@@ -46,8 +42,7 @@ import statistics
 import sys
 import tempfile
 import time
-from collections.abc import Callable, Iterator
-from contextlib import contextmanager
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -60,7 +55,6 @@ from sparkcdc.sink.kafka.committer import TOPICS_FILE
 from sparkcdc.sink.kafka.encoder import route_of
 
 PARTITIONS = 3
-SHUFFLED = ":shuffled"  # a configuration's suffix: the query shuffles rows to the writer tasks by route
 # librdkafka logs every connection it closes at INFO; the benchmark's output is its figures.
 _QUIET = {"log_level": 3}
 Partitions = dict[int, list[tuple[bytes | None, bytes]]]  # (key, value) of each message
@@ -130,21 +124,6 @@ def produce(bootstrap: str, topic: str, messages: Partitions) -> float:
     return elapsed
 
 
-@contextmanager
-def shuffled(on: bool) -> Iterator[None]:
-    """While ``on``, queries started in this process shuffle rows to their writer tasks by route instead of each
-    writer task decoding its own tables (``sparkcdc.pipeline.query.route_aligned``)."""
-    from sparkcdc.pipeline import query
-
-    aligned = query.route_aligned
-    if on:
-        query.route_aligned = lambda spec: False  # type: ignore[assignment]
-    try:
-        yield
-    finally:
-        query.route_aligned = aligned
-
-
 def writer_tasks(topic: str, partitions: int, writers: int) -> int:
     """How many writer tasks the partitions of ``topic`` are sent from: the query gives the payloads of a topic
     partition (route ``route_of``) to writer task ``route % writers`` (``sparkcdc.pipeline.query.writer_route``)."""
@@ -194,13 +173,11 @@ def main() -> int:
     ap.add_argument("--rounds", type=int, default=2)
     ap.add_argument("--protocols", default="canal-json,simple,avro", help="comma-separated Kafka sink protocols")
     ap.add_argument("--producer-runs", type=int, default=3, help="producer baseline runs per Kafka run (median)")
-    ap.add_argument("--shuffled", action="store_true", help="also run each protocol with the route shuffle (writer "
-                    "tasks that do not decode their own tables), for the ratio of the two queries")
     args = ap.parse_args()
     os.environ.setdefault("SPARK_LOCAL_IP", "127.0.0.1")
     os.environ.setdefault("PYSPARK_PYTHON", sys.executable)
     protocols = [p for p in args.protocols.split(",") if p]
-    configs = ["storage", *protocols, *([f"{p}{SHUFFLED}" for p in protocols] if args.shuffled else [])]
+    configs = ["storage", *protocols]
     results: dict[str, list[dict[str, Any]]] = {c: [] for c in configs}
     with tempfile.TemporaryDirectory(prefix="sparkcdc-bench-") as tmp:
         bench = Bench(Path(tmp), args)
@@ -214,14 +191,11 @@ def main() -> int:
         try:
             for r in range(args.rounds):
                 for c in configs[r % len(configs) :] + configs[: r % len(configs)]:
-                    name = f"{c.replace('-', '_').replace(':', '_')}_r{r}"
+                    name = f"{c.replace('-', '_')}_r{r}"
                     if c == "storage":
                         results[c].append({"rate": bench.catch_up(spark, name), "cpu": bench.catch_up_cpu})
                     else:
-                        protocol = c.removesuffix(SHUFFLED)
-                        with shuffled(c != protocol):
-                            results[c].append(run_kafka(bench, spark, broker, protocol, name,
-                                                        registry.url if registry else ""))  # fmt: skip
+                        results[c].append(run_kafka(bench, spark, broker, c, name, registry.url if registry else ""))
                     got = results[c][-1]
                     extra = (f"; {got['messages']:,} messages ({got['bytes'] / 2**20:,.0f} MiB, per partition "
                              f"{got['per_partition']}, sent from {got['writers']} writer tasks); producer alone "
@@ -246,13 +220,6 @@ def main() -> int:
         print(f"kafka sink {p}: {rate:,.0f} rows/s; ratio to the plain producer on its messages "
               f"({statistics.median(x['producer'] for x in runs):,.0f} rows/s) {vs_producer:.2f}x (target >= 0.5x); "
               f"ratio to the storage sink {vs_storage:.2f}x (target >= 1.0x)", flush=True)  # fmt: skip
-        if args.shuffled:
-            other = results[f"{p}{SHUFFLED}"]
-            cpu = statistics.median(x["cpu"] for x in runs) / args.rows * 1e6
-            cpu_shuffled = statistics.median(x["cpu"] for x in other) / args.rows * 1e6
-            print(f"kafka sink {p} with the route shuffle: {statistics.median(x['rate'] for x in other):,.0f} rows/s; "
-                  f"without it / with it: {statistics.median(x['rate'] / y['rate'] for x, y in zip(runs, other)):.2f}x "
-                  f"rows/s, CPU per row {cpu:.1f} vs {cpu_shuffled:.1f} us", flush=True)  # fmt: skip
     return 0
 
 

@@ -1,9 +1,7 @@
 """MariaDB -> ``cdc server`` (Spark runner) -> Kafka sink -> a real Kafka-protocol broker, per protocol.
 
 Each table goes to its own 3-partition topic ``{schema}_{table}`` with the index-value dispatcher (rows spread
-over the partitions by primary key; the rows are shuffled to the writer tasks by partition) or, for simple JSON, the
-table dispatcher (a table's rows on one partition; each writer task decodes its own tables and sends as it
-decodes); the workload has DDL mid-stream (add/drop column, truncate, rename). The
+over the partitions by primary key); the workload has DDL mid-stream (add/drop column, truncate, rename). The
 topics are read back with a plain consumer, decoded with the project's decoders and replayed: every table must
 equal upstream, every partition must hold every DDL and the watermarks, rows stay in commit order per partition,
 and (simple) a table's rows come after its BOOTSTRAP on every partition.
@@ -39,11 +37,10 @@ pytestmark = pytest.mark.e2e
 
 
 PROTOCOLS = {
-    "canal-json": ("protocol=canal-json&enable-tidb-extension=true", "", {"enable-tidb-extension": True},
-                   "index-value"),
-    "simple-json": ("protocol=simple", "", {}, "table"),
+    "canal-json": ("protocol=canal-json&enable-tidb-extension=true", "", {"enable-tidb-extension": True}),
+    "simple-json": ("protocol=simple", "", {}),
     "simple-avro": ("protocol=simple", '[sink.kafka-config.codec-config]\nencoding-format = "avro"\n',
-                    {"encoding-format": "avro"}, "index-value"),
+                    {"encoding-format": "avro"}),
 }  # fmt: skip
 
 
@@ -91,7 +88,7 @@ def test_changefeed_to_kafka(
     flavour: str, fresh_db: FreshDatabase, spark_server: SparkServer, apache_kafka: ApacheKafka, tmp_path: Path,
     spark: Any,
 ) -> None:  # fmt: skip
-    params, codec_toml, decode_options, rule = PROTOCOLS[flavour]
+    params, codec_toml, decode_options = PROTOCOLS[flavour]
     protocol = params.split("&")[0].split("=")[1]
     db = fresh_db
     default_topic = f"{db.name}-{flavour}-default"
@@ -99,7 +96,7 @@ def test_changefeed_to_kafka(
     work.create()
     server = spark_server
     cfg = tmp_path / "cf.toml"
-    dispatcher = f'{{matcher = ["{db.name}.*"], topic = "{{schema}}_{{table}}", partition = "{rule}"}}'
+    dispatcher = f'{{matcher = ["{db.name}.*"], topic = "{{schema}}_{{table}}", partition = "index-value"}}'
     cfg.write_text(f'[filter]\nrules = ["{db.name}.*"]\n\n[sink]\ndispatchers = [{dispatcher}]\n' + codec_toml)
     uri = f"kafka://{apache_kafka.bootstrap}/{default_topic}?{params}&partition-num=3"
     created = server.cli("create", "--sink-uri", uri, "--changefeed-id", "cf-kafka", "--config", str(cfg))

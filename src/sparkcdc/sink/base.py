@@ -10,9 +10,8 @@ new package plus one registry line. A sink has four parts, matching where the qu
 
 Every payload of one route goes to one writer task, in commit order (storage: TiCDC's DML worker bucket, so one task
 owns a table; Kafka: the topic partition, so one task produces a partition in order). Between encoder and writer the
-query shuffles by ``Payload.route``, unless the encoder is ``TableRouted`` (a table's payloads all take one route:
-storage, and Kafka when every dispatcher routes by table): then each writer task decodes and encodes its own tables
-itself, and there is no shuffle. Only the committer's
+query shuffles by ``Payload.route``, unless the encoder is ``TableRouted`` (a table's payloads all take one route):
+then each writer task decodes and encodes its own tables itself, and there is no shuffle. Only the committer's
 ``checkpoint`` acknowledges progress, after the batch's data is durable downstream.
 """
 

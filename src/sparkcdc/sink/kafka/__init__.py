@@ -20,9 +20,9 @@ class _KafkaSink:
         check_reachable(config)
 
     def encoder(self, config: Any, ctx: SinkContext) -> Any:
-        from sparkcdc.sink.kafka.encoder import kafka_encoder
+        from sparkcdc.sink.kafka.encoder import KafkaEncoder
 
-        return kafka_encoder(config, ctx.changefeed)
+        return KafkaEncoder(config, ctx.changefeed)
 
     def writer(self, config: Any, ctx: SinkContext) -> Any:
         from sparkcdc.sink.kafka.writer import KafkaTaskWriter

@@ -31,7 +31,6 @@ from sparkcdc.sink.kafka.partition import (
     IndexValuePartition,
     Partition,
     PartitionGenerator,
-    TablePartition,
     partition_generator,
 )
 from sparkcdc.sink.kafka.topic import TopicRule
@@ -185,11 +184,6 @@ class EventRouter:
 
     def partition_generator(self, schema: str, table: str) -> PartitionGenerator:
         return self._route(schema, table).partition
-
-    def routes_by_table(self) -> bool:
-        """Whether every rule sends all rows of a table to one partition (``default``, ``table``): a table's rows
-        then need no dispatching row by row, and the query can give each writer task whole tables."""
-        return all(isinstance(route.partition, TablePartition) for route in self._routes)
 
     def partition_for_row(self, row: RowChange, partition_num: int) -> Partition:
         """The partition (and TiCDC's partition key) of a row in a topic of ``partition_num`` partitions."""

@@ -5,10 +5,6 @@ and the partition from the full row, drop the columns the column selectors filte
 (large messages handled as configured; a claim-check file is durable before its message exists). Each payload
 holds the messages of one partition and is routed by that partition, so one writer task sends a partition's
 messages in commit order.
-
-When every dispatcher rule sends a table's rows to one partition (``default``, ``table``: the default), the
-partition is a function of the table alone and the encoder is ``TableRouted`` (:func:`kafka_encoder`): the query
-then gives each writer task whole partitions' tables to decode itself, and sends as it decodes (no shuffle).
 """
 
 from __future__ import annotations
@@ -70,7 +66,8 @@ class KafkaEncoder:
         table = rows[0].table
         self._verify(table)
         topic = self.router.topic_for_table(table.schema, table.table)
-        count = self._partitions(topic)
+        with clients(self.config, self.changefeed) as client:
+            count = client.topics.partitions(topic)
         generator = self.router.partition_generator(table.schema, table.table)
         # default/table: one partition for the whole table, computed once instead of per row
         fixed = generator.partition(rows[0], count).index if isinstance(generator, TablePartition) else None
@@ -106,16 +103,13 @@ class KafkaEncoder:
             yield from self.encode([row for e in events for row in e.rows()])
             return
         topic = self.router.topic_for_table(table.schema, table.table)
-        count = self._partitions(topic)
+        with clients(self.config, self.changefeed) as client:
+            count = client.topics.partitions(topic)
         # the partition of any row of the transaction: these dispatchers read only its table and commit-ts
         probe = RowChange(events[0].commit_ts, table, RowOp.INSERT, None, (), events[0].physical_table_id)
         partition = generator.partition(probe, count).index
         yield Payload(route_of(topic, partition), events[0].physical_table_id, len(messages),
                       pack(topic, partition, messages))  # fmt: skip
-
-    def _partitions(self, topic: str) -> int:
-        with clients(self.config, self.changefeed) as client:
-            return client.topics.partitions(topic)
 
     def _verify(self, table: TableInfo) -> None:
         """TiCDC's VerifyTables, once per table version: the dispatchers' index/columns exist, the selectors keep
@@ -138,28 +132,3 @@ class KafkaEncoder:
                 self._claim_storage = ExternalStorage.from_uri(self.config.claim_check_storage_uri)
             self._claim_storage.write(encoded.claim_check.name, encoded.claim_check.data)
         return encoded.message  # type: ignore[no-any-return]
-
-
-class TableRoutedKafkaEncoder(KafkaEncoder):
-    """A :class:`KafkaEncoder` whose dispatchers all route by table (``sink.base.TableRouted``)."""
-
-    def __init__(self, config: KafkaSinkConfig, changefeed: str) -> None:
-        super().__init__(config, changefeed)
-        self._routes: dict[tuple[str, str], int] = {}
-
-    def table_route(self, schema: str, table: str) -> int:
-        """The route of the table's topic partition: that of each of its payloads. Raises KafkaError (cluster
-        unreachable) and ConfigError (topic missing and not to be created), as encoding the table's rows would."""
-        route = self._routes.get((schema, table))
-        if route is None:
-            topic = self.router.topic_for_table(schema, table)
-            partition = TablePartition.table_partition(schema, table, self._partitions(topic))
-            route = self._routes[(schema, table)] = route_of(topic, partition)
-        return route
-
-
-def kafka_encoder(config: KafkaSinkConfig, changefeed: str) -> KafkaEncoder:
-    """The encoder for ``config``: table-routed when its dispatchers allow."""
-    if config.event_router().routes_by_table():
-        return TableRoutedKafkaEncoder(config, changefeed)
-    return KafkaEncoder(config, changefeed)

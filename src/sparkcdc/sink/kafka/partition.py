@@ -118,15 +118,10 @@ class TablePartition:
         self.rule = rule
 
     def partition(self, row: RowChange, partition_num: int) -> Partition:
-        table = row.table
-        return Partition(self.table_partition(table.schema, table.table, partition_num),
-                         f"{table.schema}.{table.table}")  # fmt: skip
-
-    @staticmethod
-    def table_partition(schema: str, table: str, partition_num: int) -> int:
-        """The partition of every row of ``schema.table`` (no row needed: the query routes tables by it)."""
         _check_partitions(partition_num)
-        return position_inertia(((_text_bytes(schema), _text_bytes(table)),)) % partition_num
+        table = row.table
+        index = position_inertia((_table_key(table),)) % partition_num
+        return Partition(index, f"{table.schema}.{table.table}")
 
 
 class TsPartition:

@@ -1,9 +1,9 @@
 """Executor side, sink stage: a task's messages to the broker, in commit order per partition, all acknowledged.
 
 The task owns whole topic partitions (the query routed by partition) and gets their payloads in ``(commit_ts,
-seq)`` order, so sending each as it comes keeps every partition in commit order. It sends while its input is still
-being read: route-aligned, that input is the task's own decoding of the relay log, so decoding and sending overlap
-(a backlog's first messages leave before the batch is decoded). The task returns only after every message is
+seq)`` order, so sending each as it comes keeps every partition in commit order; it sends while its input is
+still being read (``SinkWriter``: the input may be an iterator that reads as it goes), holding no more of it than
+the payload in hand. The task returns only after every message is
 acknowledged (:meth:`DeliveryProducer.flush`); a failure (of the broker, or of the input mid-way) fails the batch,
 drops the producer with whatever it still holds, and nothing of the batch is acknowledged: the checkpoint stays and
 Spark replays the batch (TiCDC's at-least-once).
@@ -58,7 +58,7 @@ class KafkaTaskWriter:
         try:
             it = iter(payloads)
             first = next(it, None)
-            if first is None:  # a task with nothing to send (the batch mark's) makes no producer
+            if first is None:  # a task with nothing to send makes no producer
                 return KafkaResult()
             with clients(self.config, self.ctx.changefeed) as client:
                 return self._send(client, chain((first,), it))

@@ -1,5 +1,5 @@
 """The Kafka task writer sends as its input comes (no gathering first), in input order per partition, and a failed
-input drops the producer; table-routed encoders when every dispatcher routes by table."""
+input drops the producer."""
 
 from __future__ import annotations
 
@@ -10,13 +10,11 @@ from typing import Any
 import pytest
 
 from sparkcdc.errors import CorruptDataError
-from sparkcdc.sink.base import Routed, SinkContext, TableRouted
-from sparkcdc.sink.kafka import SINK, writer
-from sparkcdc.sink.kafka import encoder as kafka_encoder_module
+from sparkcdc.sink.base import Routed, SinkContext
+from sparkcdc.sink.kafka import writer
 from sparkcdc.sink.kafka.config import KafkaSinkConfig
-from sparkcdc.sink.kafka.encoder import pack, route_of
-from sparkcdc.sink.kafka.partition import TablePartition
-from tests.unit.sink.kafka.tables import insert, table
+from sparkcdc.sink.kafka.encoder import pack
+from tests.unit.sink.kafka.tables import table
 
 URI = "kafka://127.0.0.1:1/cdc?protocol=canal-json&enable-tidb-extension=true"
 T = table("db", "t", ["id", "v"], pk=("id",))
@@ -58,7 +56,6 @@ def _fake(monkeypatch: pytest.MonkeyPatch, producer: FakeProducer) -> list[str]:
 
     monkeypatch.setattr(writer, "clients", clients)
     monkeypatch.setattr(writer, "discard", lambda config, changefeed: discarded.append(changefeed))
-    monkeypatch.setattr(kafka_encoder_module, "clients", clients)
     return discarded
 
 
@@ -112,43 +109,3 @@ def test_no_input_makes_no_producer(monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setattr(writer, "clients", clients)
     result = writer.KafkaTaskWriter(KafkaSinkConfig.from_uri(URI, {}), CTX).write(iter(()))
     assert result == writer.KafkaResult() and made == []
-
-
-@pytest.mark.parametrize(
-    ("toml", "routed"),
-    [
-        ({}, True),
-        ({"dispatchers": [{"matcher": ["db.*"], "partition": "table", "topic": "{schema}_{table}"}]}, True),
-        ({"dispatchers": [{"matcher": ["db.*"], "partition": "index-value"}]}, False),
-        ({"dispatchers": [{"matcher": ["other.*"], "partition": "ts"}]}, False),
-        ({"dispatchers": [{"matcher": ["db.*"], "partition": "columns", "columns": ["v"]}]}, False),
-    ],
-)
-def test_table_routed_only_when_every_dispatcher_routes_by_table(
-    monkeypatch: pytest.MonkeyPatch, toml: dict[str, Any], routed: bool
-) -> None:
-    _fake(monkeypatch, FakeProducer([0]))
-    config = KafkaSinkConfig.from_uri(URI, {"sink": toml})
-    encoder = SINK.encoder(config, CTX)
-    assert isinstance(encoder, TableRouted) is routed
-    if routed:  # the route of the table is that of each payload its rows are encoded into
-        rows = [insert(T, i, i, commit_ts=5) for i in range(4)]
-        routes = {p.route for p in encoder.encode(rows)}
-        topic = config.event_router().topic_for_table("db", "t")
-        assert routes == {encoder.table_route("db", "t")} == {
-            route_of(topic, TablePartition.table_partition("db", "t", 3))
-        }
-
-
-@pytest.mark.parametrize(("partition", "aligned"), [("default", True), ("table", True), ("index-value", False),
-                                                    ("ts", False)])  # fmt: skip
-def test_the_query_decodes_in_the_writer_tasks_when_tables_route_alone(
-    tmp_path: Any, partition: str, aligned: bool
-) -> None:
-    from sparkcdc.pipeline.query import route_aligned
-    from sparkcdc.pipeline.spec import FeedSpec
-
-    spec = FeedSpec(changefeed="default/cf", capture_dir=str(tmp_path / "c"), state_dir=str(tmp_path / "s"),
-                    sink_uri=URI, config={"sink": {"dispatchers": [{"matcher": ["*.*"], "partition": partition}]}},
-                    start_ts=1, sink_start_ts=1)  # fmt: skip
-    assert route_aligned(spec) is aligned
