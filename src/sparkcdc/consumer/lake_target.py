@@ -22,10 +22,8 @@ import dataclasses
 import heapq
 import json
 import logging
-import os
 from collections.abc import Iterable, Iterator
 from itertools import chain, groupby
-from pathlib import Path
 from urllib.parse import quote
 
 from sparkcdc.consumer.target import TargetOptions
@@ -33,17 +31,17 @@ from sparkcdc.errors import ConfigError, CorruptDataError, SparkcdcError, Storag
 from sparkcdc.lake.changes import NetChange
 from sparkcdc.lake.ddl import apply_ddl, refuse
 from sparkcdc.lake.keyless import ChangeLog, fold
-from sparkcdc.lake.location import ERR_SINK_URI_INVALID, LakeLocation
+from sparkcdc.lake.location import ERR_SINK_URI_INVALID, META_DIR, LakeLocation
 from sparkcdc.lake.target import LakeTables, open_tables
 from sparkcdc.masking import mask_uri
 from sparkcdc.model import DDLAction, DDLEvent, RowChange, TableInfo
 from sparkcdc.model.steps import DDL_PARTITION, Batch, Checkpoint, DdlStep, EngineStats, RowsStep, Step, StreamKey
 from sparkcdc.mysql.downstream_guard import ERR_AHEAD
 from sparkcdc.mysql.engine import fresh_rows
+from sparkcdc.storage.external import ExternalStorage
 
 log = logging.getLogger(__name__)
 
-POSITIONS_DIR = ".sparkcdc"  # not a legal MySQL schema name: never an upstream schema's directory
 _RENAMES = frozenset({DDLAction.RENAME_TABLE, DDLAction.RENAME_TABLES})
 
 
@@ -72,38 +70,36 @@ class LakeTarget:
         self.stats = EngineStats()
         self.checkpoints: dict[StreamKey, Checkpoint] = {}
         self._seen: dict[tuple[str, str], TableInfo] = {}  # each table's definition in its newest rows
-        self.path = Path(where.root) / POSITIONS_DIR / f"consumer-{quote(options.consumer, safe='')}.json"
+        self.storage = ExternalStorage(where.storage_uri)
+        self.name = f"{META_DIR}/consumer-{quote(options.consumer, safe='')}.json"
+        self.path = self.storage.full_path(self.name)  # for messages: no secret (those are URI parameters)
         self.reload()
 
     # -- positions ----------------------------------------------------------------------------------
     def reload(self) -> None:
         """The positions file (none yet: no positions). Raises StorageError when it cannot be read."""
-        try:
-            text = self.path.read_text()
-        except FileNotFoundError:
+        data = self.storage.read(self.name)
+        if data is None:
             self.checkpoints = {}
             return
-        except OSError as e:
-            raise StorageError(f"{self.path}: {e.strerror or e}") from e
         try:
+            text = data.decode()
             self.checkpoints = {cp.key: cp for cp in (Checkpoint(**d) for d in json.loads(text))}
-        except (ValueError, TypeError) as e:
+        except (ValueError, TypeError) as e:  # UnicodeDecodeError is a ValueError
             raise StorageError(f"{self.path}: not a positions file ({e}); delete it (the lake tables' commit-ts "
                                "keep replays out) and start again") from e  # fmt: skip
 
     def _save(self) -> None:
-        """Write the positions under a temporary name, then rename: a crash leaves the old file or the new one."""
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = self.path.with_suffix(".tmp")
-        tmp.write_text(json.dumps([dataclasses.asdict(cp) for cp in sorted(self.checkpoints.values(),
-                                                                            key=lambda c: c.key)]))  # fmt: skip
-        os.replace(tmp, self.path)
+        """Write the positions atomically (a local file under a temporary name, then renamed; one PUT on an object
+        store): a crash leaves the old file or the new one."""
+        self.storage.write(self.name, json.dumps([dataclasses.asdict(cp) for cp in sorted(self.checkpoints.values(),
+                                                  key=lambda c: c.key)]).encode())  # fmt: skip
 
     def reset_checkpoints(self) -> int:
         """Forget the positions. The lake tables keep the commit-ts they reflect, so rows they hold are still not
         applied again: to rebuild them, delete the lake tables too."""
         n = len(self.checkpoints)
-        self.path.unlink(missing_ok=True)
+        self.storage.delete(self.name)
         self.checkpoints = {}
         return n
 

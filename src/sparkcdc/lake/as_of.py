@@ -33,12 +33,13 @@ def _read_delta(where: LakeLocation, schema: str, name: str, commit_ts: int) -> 
     from deltalake import DeltaTable
 
     from sparkcdc.lake.delta import table_uri, version_as_of
+    from sparkcdc.lake.stores import delta_options, delta_root
 
-    uri = table_uri(where.root, schema, name)
-    if not DeltaTable.is_deltatable(uri):
-        raise ConfigError(f"{schema}.{name}: no Delta table at {uri}")
-    version = version_as_of(uri, commit_ts)
-    dt = DeltaTable(uri, version=0 if version is None else version)
+    uri, options = table_uri(delta_root(where), schema, name), delta_options(where)
+    if not DeltaTable.is_deltatable(uri, options):
+        raise ConfigError(f"{schema}.{name}: no Delta table in {where}")
+    version = version_as_of(uri, commit_ts, options)
+    dt = DeltaTable(uri, version=0 if version is None else version, storage_options=options)
     table = dt.to_pyarrow_table()
     return table if version is not None else table.slice(0, 0)
 

@@ -37,11 +37,14 @@ def catalog(where: LakeLocation) -> Any:
     Raises ConfigError when it cannot be reached."""
     from pyiceberg.catalog.sql import SqlCatalog
 
+    from sparkcdc.lake.stores import iceberg_properties, iceberg_warehouse
+
     uri = where.catalog_uri or f"sqlite:///{os.path.join(where.root, CATALOG_FILE)}"
+    warehouse, properties = iceberg_warehouse(where), iceberg_properties(where)
     try:
         if where.catalog_uri is None:
             os.makedirs(where.root, exist_ok=True)
-        return SqlCatalog("sparkcdc", uri=uri, warehouse=f"file://{where.root}")
+        return SqlCatalog("sparkcdc", uri=uri, warehouse=warehouse, **properties)
     except Exception as e:  # SQLAlchemy's errors: a driver missing, a refused connection, bad credentials
         raise ConfigError(f"{where}: the catalog fails: {type(e).__name__}: {_first_line(e)}") from e
 
@@ -66,8 +69,8 @@ def _summary_ts(snapshot: Any) -> int | None:
 
 
 class IcebergTables:
-    def __init__(self, root: str, app_id: str, catalog_uri: str | None = None) -> None:
-        self.where = LakeLocation("iceberg", root, catalog_uri)
+    def __init__(self, where: LakeLocation, app_id: str) -> None:
+        self.where = where
         self.app_id = app_id
         self._catalog: Any = None
         self._loaded: dict[tuple[str, str], Any] = {}

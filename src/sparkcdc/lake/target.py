@@ -50,8 +50,9 @@ def open_tables(where: LakeLocation, changefeed: str) -> LakeTables:
     app_id = f"sparkcdc:{changefeed}"
     if where.fmt == "delta":
         from sparkcdc.lake.delta import DeltaTables
+        from sparkcdc.lake.stores import delta_options, delta_root
 
-        return DeltaTables(where.root, app_id)
+        return DeltaTables(delta_root(where), app_id, delta_options(where))
     from sparkcdc.lake.iceberg import IcebergTables
 
-    return IcebergTables(where.root, app_id, where.catalog_uri)
+    return IcebergTables(where, app_id)

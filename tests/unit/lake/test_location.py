@@ -67,3 +67,37 @@ def test_check_names_the_missing_library(tmp_path: Path, monkeypatch: pytest.Mon
     message = "delta:// needs the deltalake library: pip install 'sparkcdc[lake]'"
     with pytest.raises(ConfigError, match=re.escape(message)):
         check_sink(f"delta://{tmp_path}/lake")
+
+
+def test_an_object_store_root_takes_the_storage_sinks_parameters() -> None:
+    from sparkcdc.lake.stores import delta_options, delta_root, iceberg_properties, iceberg_warehouse
+
+    cfg = sink_config("delta://s3://bkt/lake/?endpoint=http://127.0.0.1:9000&access-key=AK&secret-access-key=hunter2"
+                      "&worker-count=2")  # fmt: skip
+    assert isinstance(cfg, LakeSinkConfig) and cfg.worker_count == 2
+    assert cfg.where.root == "s3://bkt/lake" and delta_root(cfg.where) == "s3://bkt/lake"
+    assert delta_options(cfg.where) == {"allow_http": "true", "aws_endpoint": "http://127.0.0.1:9000",
+                                        "aws_access_key_id": "AK", "aws_secret_access_key": "hunter2",
+                                        "aws_virtual_hosted_style_request": "false"}  # fmt: skip
+    assert "hunter2" not in repr(cfg) and "hunter2" not in str(cfg.where)
+    where, _ = LakeLocation.from_uri("iceberg://azure://cont/wh?account-name=acct&account-key=k&catalog-uri=sqlite:///c")
+    assert iceberg_warehouse(where) == "abfs://cont@acct.dfs.core.windows.net/wh"
+    assert iceberg_properties(where) == {"adls.account-name": "acct", "adls.account-key": "k"}
+    where, _ = LakeLocation.from_uri("iceberg://gs://bkt/wh?endpoint=http://127.0.0.1:1&catalog-uri=sqlite:///c")
+    assert iceberg_warehouse(where) == "gs://bkt/wh" and iceberg_properties(where)["gcs.service.host"] == "http://127.0.0.1:1"
+    assert LakeLocation.from_uri("delta://file:///data/lake")[0] == LakeLocation("delta", "/data/lake")
+
+
+@pytest.mark.parametrize(("uri", "message"), [
+    ("delta://s3://bkt/p?sse=aws:kms", "unknown parameter 'sse' for delta://"),
+    ("delta://s3://B/p", "invalid S3 bucket name 'B'"),
+    ("delta://kafka://h/t", "unsupported scheme 'kafka'"),
+    ("delta://noop://x", "a lake root is a local path or on s3, gcs or azure, not noop://"),
+    ("iceberg://s3://bkt/wh?secret-access-key=hunter2", "needs catalog-uri="),
+    ("delta://s3://u:hunter2@bkt/p", "must not carry user:password@"),
+])  # fmt: skip
+def test_bad_object_store_roots_fail_with_one_line(uri: str, message: str) -> None:
+    with pytest.raises(ConfigError) as e:
+        sink_config(uri)
+    assert message in e.value.message
+    assert "\n" not in e.value.message and "hunter2" not in e.value.message

@@ -133,7 +133,8 @@ def test_iceberg_writers_racing_to_create_a_namespace(tmp_path: Path, monkeypatc
 
     from sparkcdc.lake.iceberg import IcebergTables
 
-    winner, loser = IcebergTables(str(tmp_path), "cf"), IcebergTables(str(tmp_path), "cf")
+    where = LakeLocation("iceberg", str(tmp_path))
+    winner, loser = IcebergTables(where, "cf"), IcebergTables(where, "cf")
     winner.catalog.create_namespace("db")
 
     def lost(name: str) -> None:

@@ -7,8 +7,8 @@ import os
 from dataclasses import dataclass
 from typing import Final
 
-from sparkcdc.errors import ConfigError
-from sparkcdc.lake.location import ERR_SINK_URI_INVALID, LakeLocation
+from sparkcdc.errors import ConfigError, StorageError
+from sparkcdc.lake.location import ERR_SINK_URI_INVALID, META_DIR, LakeLocation
 from sparkcdc.masking import mask_uri
 from sparkcdc.storage.duration import parse_duration
 
@@ -51,6 +51,17 @@ def check_writable(config: LakeSinkConfig) -> None:
     if importlib.util.find_spec(library) is None:
         raise ConfigError(f"{config.where.fmt}:// needs the {library} library: pip install 'sparkcdc[lake]'",
                           code=ERR_SINK_URI_INVALID)  # fmt: skip
+    if config.where.store is not None:
+        _check_store(config)
+    else:
+        _check_local(config)
+    if config.where.fmt == "iceberg":
+        from sparkcdc.lake.iceberg import check_catalog
+
+        check_catalog(config.where)
+
+
+def _check_local(config: LakeSinkConfig) -> None:
     root = config.where.root
     try:
         os.makedirs(root, exist_ok=True)
@@ -59,7 +70,16 @@ def check_writable(config: LakeSinkConfig) -> None:
                           code=ERR_SINK_URI_INVALID) from e  # fmt: skip
     if not os.access(root, os.W_OK):
         raise ConfigError(f"{config.where.fmt} sink root {root} is not writable", code=ERR_SINK_URI_INVALID)
-    if config.where.fmt == "iceberg":
-        from sparkcdc.lake.iceberg import check_catalog
 
-        check_catalog(config.where)
+
+def _check_store(config: LakeSinkConfig) -> None:
+    """Writes and deletes a probe object under the root's ``.sparkcdc/``: the bucket exists and the credentials
+    may write (the storage layer's errors name the bucket, never a secret)."""
+    from sparkcdc.storage.external import ExternalStorage
+
+    storage = ExternalStorage(config.where.storage_uri)
+    try:
+        storage.write(f"{META_DIR}/probe", b"")
+        storage.delete(f"{META_DIR}/probe")
+    except StorageError as e:
+        raise ConfigError(f"{config.where.fmt} sink root: {e.message}", code=ERR_SINK_URI_INVALID) from e
