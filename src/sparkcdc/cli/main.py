@@ -16,6 +16,7 @@ from sparkcdc.cli.changefeed import cli_group as cli_command
 from sparkcdc.cli.check import check as check_command
 from sparkcdc.cli.consumer import storage_consumer as storage_consumer_command
 from sparkcdc.cli.kafka_consumer import kafka_consumer as kafka_consumer_command
+from sparkcdc.cli.lake import lake as lake_command
 from sparkcdc.cli.redo import redo as redo_command
 from sparkcdc.cli.server import server as server_command
 from sparkcdc.errors import SparkcdcError
@@ -59,6 +60,7 @@ cli.add_command(check_command)
 cli.add_command(storage_consumer_command)
 cli.add_command(kafka_consumer_command)
 cli.add_command(redo_command)
+cli.add_command(lake_command)
 
 
 def main() -> None:

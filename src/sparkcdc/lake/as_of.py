@@ -40,7 +40,11 @@ def _read_delta(where: LakeLocation, schema: str, name: str, commit_ts: int) -> 
         raise ConfigError(f"{schema}.{name}: no Delta table in {where}")
     version = version_as_of(uri, commit_ts, options)
     dt = DeltaTable(uri, version=0 if version is None else version, storage_options=options)
-    table = dt.to_pyarrow_table()
+    try:
+        table = dt.to_pyarrow_table()
+    except OSError as e:  # delta-rs: a data file of that version is gone
+        raise ConfigError(f"{schema}.{name}: as of commit-ts {commit_ts}: the files of Delta version {version} were "
+                          "removed (vacuumed by cdc lake maintain --retain); read a later commit-ts") from e
     return table if version is not None else table.slice(0, 0)
 
 

@@ -22,6 +22,7 @@ from sparkcdc.lake.types import arrow_schema, pad, to_arrow
 from sparkcdc.model import TableInfo
 
 COMMIT_TS = "sparkcdc.commit-ts"
+MAINTENANCE = "sparkcdc.maintenance"  # commit info of a compaction (sparkcdc.lake.maintenance)
 OP_COLUMN = "_sparkcdc_op"
 _BAD_NAME = re.compile(r"[ ,;{}()\n\t=]")  # what Delta refuses in a column name without column mapping
 
@@ -205,11 +206,21 @@ def version_as_of(uri: str, commit_ts: int, storage_options: dict[str, str] | No
     dl = _deltalake()
     dt = dl.DeltaTable(uri, storage_options=storage_options)
     best: tuple[int, int] | None = None
-    for h in dt.history():
+    history = dt.history()
+    for h in history:
         ts = h.get(COMMIT_TS)
         if ts is None or int(ts) > commit_ts:
             continue
         cand = (int(ts), -int(h["version"]))  # of commits recording one ts, the first: a schema change made
         if best is None or cand > best:  # before a MERGE or a DDL's backfill keeps the ts the table had
             best = cand
-    return None if best is None else -best[1]
+    if best is None:
+        return None
+    version = -best[1]
+    for h in sorted(history, key=lambda h: int(h["version"])):  # then the compactions of it: the same rows, and
+        if int(h["version"]) <= version:  # the files that survive a vacuum (sparkcdc.lake.maintenance)
+            continue
+        if h.get(MAINTENANCE) is None or h.get(COMMIT_TS) != str(best[0]):
+            break
+        version = int(h["version"])
+    return version

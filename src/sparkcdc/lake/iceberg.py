@@ -279,10 +279,18 @@ def _key_filter(keys: list[str], values: list[Key], info: TableInfo) -> Any:
 
 
 def snapshot_as_of(t: Any, commit_ts: int) -> int | None:
-    """The id of the newest snapshot whose recorded commit-ts is <= ``commit_ts``; None when there is none."""
+    """The id of the newest snapshot whose recorded commit-ts is <= ``commit_ts``; None when there is none. Raises
+    ConfigError when the snapshots that held the table as of ``commit_ts`` were expired."""
     best: tuple[int, int, int] | None = None
     for s in t.snapshots():
         ts = _summary_ts(s)
         if ts is not None and ts <= commit_ts and (best is None or (ts, s.sequence_number) > best[:2]):
             best = (ts, s.sequence_number, s.snapshot_id)
+    after = 0 if best is None else best[1]
+    later = [s.sequence_number for s in t.snapshots() if s.sequence_number > after]
+    if later and min(later) != after + 1:
+        # commits number their snapshots 1, 2, 3...: a gap after the one picked is expired snapshots, which held
+        # changes <= commit_ts (parent ids cannot tell: pyiceberg's expiry leaves the oldest kept one none)
+        raise ConfigError(f"{t.name()}: as of commit-ts {commit_ts}: that snapshot was expired (cdc lake maintain "
+                          "--retain); read a later commit-ts")  # fmt: skip
     return None if best is None else best[2]
