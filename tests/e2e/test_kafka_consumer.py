@@ -340,3 +340,54 @@ def test_a_dropped_downstream_stops_it_in_one_line_and_reset_checkpoints_starts_
     assert rows(target) == []
     until_applied(["--reset-checkpoints"])
     assert "--reset-checkpoints: the group g-cli-again reads topic kc-cli-again again from {0: 0}" in log.read_text()
+
+
+def test_cdc_kafka_consumer_keeps_a_delta_table_from_apache_kafka(kafka_broker: KafkaBroker, tmp_path: Path) -> None:
+    """Issue 30, item 4, on a real broker: `cdc kafka-consumer --downstream-uri delta://...` keeps the topic's table,
+    its commit recording the watermark's commit-ts; `--reset-checkpoints` reads the whole topic again and the lake
+    table takes none of it twice (no new commit). Iceberg goes through the same target (`consumer/lake_target.py`;
+    tests/integration/consumer/test_lake_consumer.py runs both formats)."""
+    from deltalake import DeltaTable
+
+    from sparkcdc.lake.as_of import read_as_of
+    from sparkcdc.lake.location import LakeLocation
+    from sparkcdc.lake.target import open_tables
+    from tests.integration.consumer.test_kafka_consumer import DB, TS, messages, topic_with
+
+    topic_with(kafka_broker, "kc-lake", messages())
+    log = tmp_path / "consumer.log"
+    uri = f"delta://{tmp_path}/delta"
+
+    def run_until(done: Callable[[], bool], *extra: str) -> None:
+        started = starts(log)
+        consumer = subprocess.Popen([CDC, "kafka-consumer", "--upstream-uri",
+                                     f"kafka://{kafka_broker.bootstrap}/kc-lake?protocol=simple", "--downstream-uri",
+                                     uri, "--consumer-group-id", "g-lake", "--log-file", str(log), "--quiet", *extra],
+                                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                    env=server_env())  # fmt: skip
+        deadline = time.monotonic() + 90
+        try:
+            while not done():
+                assert consumer.poll() is None and time.monotonic() < deadline, log.read_text()[-2000:]
+                time.sleep(0.2)
+        finally:
+            terminate(consumer, log, started_before=started)
+            _out, err = consumer.communicate(timeout=60)
+        assert consumer.returncode == 0, err
+
+    tables = open_tables(LakeLocation.from_uri(uri)[0], "g-lake")
+    run_until(lambda: tables.applied_ts(DB, "t") == TS + 3)  # the last watermark's commit-ts
+    assert sorted(tuple(r.values()) for r in read_as_of(uri, f"{DB}.t", TS + 3).to_pylist()) == [(1, "a"), (2, "b")]
+    assert read_as_of(uri, f"{DB}.t", TS).num_rows == 0  # before the first row's commit-ts
+    table = f"{tmp_path}/delta/{DB}/t"
+    version = DeltaTable(table).version()
+    positions = tmp_path / "delta" / ".sparkcdc" / "consumer-g-lake.json"
+    before = positions.stat().st_mtime_ns
+
+    def read_again() -> bool:  # the reset deletes the positions; they come back once the topic was read again
+        return "reads topic kc-lake again" in log.read_text() and positions.exists() and \
+            positions.stat().st_mtime_ns > before  # fmt: skip
+
+    run_until(read_again, "--reset-checkpoints")
+    assert DeltaTable(table).version() == version
+    assert sorted(tuple(r.values()) for r in read_as_of(uri, f"{DB}.t", TS + 3).to_pylist()) == [(1, "a"), (2, "b")]
