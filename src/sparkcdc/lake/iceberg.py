@@ -21,6 +21,7 @@ from sparkcdc.errors import ConfigError, StorageError
 from sparkcdc.lake.changes import Key, NetChange
 from sparkcdc.lake.evolution import SchemaChange
 from sparkcdc.lake.keyless import ChangeLog, lake_schema, to_arrow_log
+from sparkcdc.lake.iceberg_rewrite import overwrite_keys
 from sparkcdc.lake.location import LakeLocation
 from sparkcdc.lake.types import pad, to_arrow
 from sparkcdc.model import TableInfo
@@ -141,15 +142,8 @@ class IcebergTables:
             return len(change.rows)
         keys = [info.columns[i].name for i in info.handle_key_positions]
         touched = [*change.upserts, *change.deletes]
-        with warnings.catch_warnings(), t.transaction() as tx:
-            # deleting keys a batch inserts for the first time matches nothing: expected, and pyiceberg warns
-            warnings.filterwarnings("ignore", "Delete operation did not match any records")
-            if change.upserts:
-                tx.delete(_key_filter(keys, touched, info))
-                tx.append(pad(to_arrow(info, list(change.upserts.values())), t.schema().as_arrow()),
-                          snapshot_properties=props)
-            else:
-                tx.delete(_key_filter(keys, touched, info), snapshot_properties=props)
+        rows = pad(to_arrow(info, list(change.upserts.values())), t.schema().as_arrow())
+        overwrite_keys(t, keys, _key_table(info, touched), rows, props)
         return len(touched)
 
     def fill(self, info: TableInfo, values: dict[str, Any], ts: int) -> None:
@@ -255,14 +249,8 @@ def _applied(t: Any) -> int:
     return 0
 
 
-def _key_filter(keys: list[str], values: list[Key], info: TableInfo) -> Any:
-    """A row filter matching exactly the given keys: ``k IN (...)`` for one column, an OR of ANDs otherwise. The
-    key values go through the rows' own conversion (:func:`to_arrow`), so ENUM keys compare as their names."""
-    from pyiceberg import expressions
-
-    # pyiceberg's predicates take (term, value) positionally at run time; its type stubs declare pydantic fields
-    in_: Any = expressions.In
-    equal: Any = expressions.EqualTo
+def _key_table(info: TableInfo, values: list[Key]) -> pa.Table:
+    """The key columns of the given keys, converted as the rows are (:func:`to_arrow`: ENUM keys as their names)."""
     positions = info.handle_key_positions
     images: list[list[Any]] = []
     for key in values:
@@ -270,12 +258,7 @@ def _key_filter(keys: list[str], values: list[Key], info: TableInfo) -> Any:
         for pos, v in zip(positions, key):
             image[pos] = v
         images.append(image)
-    converted = to_arrow(info, images)
-    columns = [converted.column(info.columns[p].name).to_pylist() for p in positions]
-    if len(keys) == 1:
-        return in_(keys[0], set(columns[0]))
-    terms = [expressions.And(*(equal(k, col[i]) for k, col in zip(keys, columns))) for i in range(len(values))]
-    return terms[0] if len(terms) == 1 else expressions.Or(*terms)
+    return to_arrow(info, images).select([info.columns[p].name for p in positions])
 
 
 def snapshot_as_of(t: Any, commit_ts: int) -> int | None:
