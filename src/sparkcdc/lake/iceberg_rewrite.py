@@ -10,11 +10,14 @@ rewritten files and the new rows go out together: one snapshot per batch instead
 
 from __future__ import annotations
 
+import itertools
 from collections.abc import Sequence
 from typing import Any
 
 import pyarrow as pa  # type: ignore[import-untyped]
 import pyarrow.compute as pc  # type: ignore[import-untyped]
+
+FLUSH_BYTES = 256 << 20  # remains of rewritten files held before they are written out (pyiceberg splits at 512 MiB)
 
 
 def overwrite_keys(t: Any, keys: Sequence[str], touched: pa.Table, rows: pa.Table, props: dict[str, str]) -> None:
@@ -27,24 +30,29 @@ def overwrite_keys(t: Any, keys: Sequence[str], touched: pa.Table, rows: pa.Tabl
     schema = t.schema()
     target = schema.as_arrow()
     tasks = list(t.scan().plan_files()) if t.current_snapshot() is not None else []
-    with t.transaction() as tx:
+    with t.transaction() as tx, tx.update_snapshot(snapshot_properties=props).overwrite() as snapshot:
         meta = tx.table_metadata
-        dropped, parts = [], []
+        pending: list[pa.Table] = []
+        numbers = itertools.count()  # file names are <n>-<commit uuid>: one count for every flush
+
+        def flush() -> None:
+            out = pa.concat_tables(pending)
+            pending.clear()
+            if out.num_rows:
+                for f in _dataframe_to_data_files(meta, out, t.io, write_uuid=snapshot.commit_uuid, counter=numbers):
+                    snapshot.append_data_file(f)
+
         for task in tasks:
             data = ArrowScan(meta, t.io, schema, AlwaysTrue()).to_table(tasks=[task])
             hit = _hits(data, keys, touched)
             if not pc.any(hit).as_py():
                 continue
-            dropped.append(task.file)
-            parts.append(data.filter(pc.invert(hit)).cast(target))
-        parts.append(rows.select(target.names).cast(target))
-        out = pa.concat_tables(parts)
-        with tx.update_snapshot(snapshot_properties=props).overwrite() as snapshot:
-            for f in dropped:
-                snapshot.delete_data_file(f)
-            if out.num_rows:
-                for f in _dataframe_to_data_files(meta, out, t.io, write_uuid=snapshot.commit_uuid):
-                    snapshot.append_data_file(f)
+            snapshot.delete_data_file(task.file)
+            pending.append(data.filter(pc.invert(hit)).cast(target))
+            if sum(p.nbytes for p in pending) > FLUSH_BYTES:  # bounded memory on a table larger than it
+                flush()
+        pending.append(rows.select(target.names).cast(target))
+        flush()
 
 
 def _hits(data: pa.Table, keys: Sequence[str], touched: pa.Table) -> pa.ChunkedArray:
