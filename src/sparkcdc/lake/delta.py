@@ -18,7 +18,7 @@ from sparkcdc.errors import ConfigError, StorageError
 from sparkcdc.lake.changes import NetChange
 from sparkcdc.lake.evolution import SchemaChange, reshape
 from sparkcdc.lake.keyless import ChangeLog, lake_schema, to_arrow_log
-from sparkcdc.lake.types import arrow_schema, pad, to_arrow
+from sparkcdc.lake.types import arrow_schema, key_table, pad, to_arrow
 from sparkcdc.model import TableInfo
 
 COMMIT_TS = "sparkcdc.commit-ts"
@@ -117,8 +117,15 @@ class DeltaTables:
             for pos, v in zip(info.handle_key_positions, k):
                 image[pos] = v
             rows.append(tuple(image))
+        lake = pa.schema(dt.schema().to_arrow())
+        if not change.touches_existing and not _holds_any(dt, key_table(info, list(change.upserts))):
+            # every key is new: a plain append, committed the same way (txn + commit info), without MERGE's join
+            # and file rewrites; the check reads only key columns, pruned by the files' statistics
+            fresh = pad(to_arrow(info, list(change.upserts.values())), lake).select(lake.names).cast(lake)
+            _deltalake().write_deltalake(dt, fresh, mode="append", commit_properties=self._props(change.last_ts))
+            return len(change.upserts)
         ops = pa.array(["u"] * len(change.upserts) + ["d"] * len(change.deletes))
-        source = pad(to_arrow(info, rows, {OP_COLUMN: ops}), pa.schema(dt.schema().to_arrow()))
+        source = pad(to_arrow(info, rows, {OP_COLUMN: ops}), lake)
         predicate = " AND ".join(f"t.{_quote(k)} = s.{_quote(k)}" for k in keys)
         (dt.merge(source, predicate, source_alias="s", target_alias="t", commit_properties=self._props(change.last_ts))
          .when_matched_delete(f"s.{OP_COLUMN} = 'd'")
@@ -175,6 +182,20 @@ class DeltaTables:
         dt = self._open(schema, table)
         if dt is not None and int(dt.transaction_version(self.app_id) or 0) < ts:
             dt.delete(commit_properties=self._props(ts))
+
+
+def _holds_any(dt: Any, keys: pa.Table) -> bool:
+    """Whether the table may hold one of ``keys`` (a table of key columns): rows matching every column's value set
+    (a superset of the exact keys for a composite key, so True can be wrong, never False)."""
+    import pyarrow.dataset as ds  # type: ignore[import-untyped]
+
+    if keys.num_rows == 0:
+        return False
+    match = None
+    for name in keys.column_names:
+        term = ds.field(name).isin(keys[name].combine_chunks())
+        match = term if match is None else match & term
+    return bool(dt.to_pyarrow_dataset().to_table(columns=list(keys.column_names), filter=match).num_rows)
 
 
 def _sql_literal(value: Any, typ: pa.DataType) -> str:

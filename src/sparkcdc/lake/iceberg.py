@@ -18,12 +18,12 @@ from typing import Any
 import pyarrow as pa  # type: ignore[import-untyped]
 
 from sparkcdc.errors import ConfigError, StorageError
-from sparkcdc.lake.changes import Key, NetChange
+from sparkcdc.lake.changes import NetChange
 from sparkcdc.lake.evolution import SchemaChange
-from sparkcdc.lake.keyless import ChangeLog, lake_schema, to_arrow_log
 from sparkcdc.lake.iceberg_rewrite import overwrite_keys
+from sparkcdc.lake.keyless import ChangeLog, lake_schema, to_arrow_log
 from sparkcdc.lake.location import LakeLocation
-from sparkcdc.lake.types import pad, to_arrow
+from sparkcdc.lake.types import key_table, pad, to_arrow
 from sparkcdc.model import TableInfo
 
 COMMIT_TS = "sparkcdc.commit-ts"
@@ -143,7 +143,7 @@ class IcebergTables:
         keys = [info.columns[i].name for i in info.handle_key_positions]
         touched = [*change.upserts, *change.deletes]
         rows = pad(to_arrow(info, list(change.upserts.values())), t.schema().as_arrow())
-        overwrite_keys(t, keys, _key_table(info, touched), rows, props)
+        overwrite_keys(t, keys, key_table(info, touched), rows, props)
         return len(touched)
 
     def fill(self, info: TableInfo, values: dict[str, Any], ts: int) -> None:
@@ -247,18 +247,6 @@ def _applied(t: Any) -> int:
             return ts
         snap = t.snapshot_by_id(snap.parent_snapshot_id) if snap.parent_snapshot_id is not None else None
     return 0
-
-
-def _key_table(info: TableInfo, values: list[Key]) -> pa.Table:
-    """The key columns of the given keys, converted as the rows are (:func:`to_arrow`: ENUM keys as their names)."""
-    positions = info.handle_key_positions
-    images: list[list[Any]] = []
-    for key in values:
-        image: list[Any] = [None] * len(info.columns)
-        for pos, v in zip(positions, key):
-            image[pos] = v
-        images.append(image)
-    return to_arrow(info, images).select([info.columns[p].name for p in positions])
 
 
 def snapshot_as_of(t: Any, commit_ts: int) -> int | None:

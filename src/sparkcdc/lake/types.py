@@ -85,11 +85,17 @@ def to_arrow(info: TableInfo, rows: Sequence[Sequence[Any]], extra: dict[str, pa
     operation column). Raises pyarrow.ArrowInvalid for a value the type cannot hold (never truncates)."""
     arrays = []
     for i, c in enumerate(info.columns):
-        conv = _converter(c)
+        conv, typ = _converter(c), arrow_type(c)
         values = [r[i] for r in rows]
+        if conv is not None and c.type not in ("enum", "set"):
+            try:  # most columns hold values pyarrow takes as they are (str, Decimal): no Python call per value
+                arrays.append(pa.array(values, type=typ))
+                continue
+            except (pa.ArrowInvalid, pa.ArrowTypeError):
+                pass  # bytes that are not UTF-8, numbers or decimals in a text column, text in a DECIMAL one: converted below
         if conv is not None:
             values = [None if v is None else conv(v) for v in values]
-        arrays.append(pa.array(values, type=arrow_type(c)))
+        arrays.append(pa.array(values, type=typ))
     schema = arrow_schema(info)
     table = pa.Table.from_arrays(arrays, schema=schema)
     for name, array in (extra or {}).items():
@@ -148,3 +154,15 @@ def added_value(c: ColumnInfo) -> Any:
     if pa.types.is_string(typ) and not isinstance(value, str):
         value = _text(value)
     return pa.array([value], type=typ).to_pylist()[0]  # raises ArrowInvalid rather than truncate
+
+
+def key_table(info: TableInfo, keys: Sequence[Sequence[Any]]) -> pa.Table:
+    """The key columns of the given keys, converted as the rows are (:func:`to_arrow`: ENUM keys as their names)."""
+    positions = info.handle_key_positions
+    images: list[list[Any]] = []
+    for key in keys:
+        image: list[Any] = [None] * len(info.columns)
+        for pos, v in zip(positions, key):
+            image[pos] = v
+        images.append(image)
+    return to_arrow(info, images).select([info.columns[p].name for p in positions])

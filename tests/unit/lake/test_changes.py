@@ -63,6 +63,13 @@ def test_negative_zero_is_the_zero_key() -> None:
     assert c.upserts == {} and c.deletes == {(0.0,)}
 
 
+def test_a_batch_that_only_creates_keys_touches_no_existing_row() -> None:
+    assert not net_change([ins(1, 1, "a"), upd(2, (1, "a"), (2, "a")), ins(3, 3, "c"), dele(4, 3, "c")],
+                          [0]).touches_existing  # fmt: skip
+    assert net_change([ins(1, 1, "a"), upd(2, (5, "a"), (5, "b"))], [0]).touches_existing
+    assert net_change([dele(1, 7, "a"), ins(2, 7, "b")], [0]).touches_existing
+
+
 def test_no_key_is_refused() -> None:
     with pytest.raises(ValueError, match="key"):
         net_change([ins(1, 1, "a")], [])
@@ -90,3 +97,6 @@ def test_equals_applying_row_by_row(ops: list[tuple[str, int, int]]) -> None:
     folded.update({k[0]: v for k, v in c.upserts.items()})
     assert folded == state
     assert not set(c.upserts) & c.deletes
+    if not c.touches_existing:  # then appending the upserts to the starting table is the whole change
+        assert not {k[0] for k in c.upserts} & set(start)
+        assert start | {k[0]: v for k, v in c.upserts.items()} == state

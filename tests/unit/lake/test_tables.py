@@ -143,3 +143,19 @@ def test_iceberg_writers_racing_to_create_a_namespace(tmp_path: Path, monkeypatc
     monkeypatch.setattr(loser.catalog, "create_namespace_if_not_exists", lost)
     loser.ensure(T)
     assert loser.applied_ts("db", "t") == 0 and ("db", "t") in loser.catalog.list_tables("db")
+
+
+def test_insert_only_batches_append_and_a_key_already_there_still_merges(uri: str) -> None:
+    """A batch whose keys are all new is appended (Delta: no MERGE); a re-sent insert of a key the table holds
+    (an at-least-once producer) is found by the key check and merged, never duplicated."""
+    t = lake(uri)
+    apply(t, [ins(10, 1, "a"), ins(10, 2, "b")])
+    apply(t, [ins(20, 3, "c"), ins(20, 4, "d"), dele(20, 4, "d")])
+    apply(t, [ins(30, 1, "again")])  # key 1 is in the table: not appended a second time
+    assert rows_of(uri, 30) == [(1, "again"), (2, "b"), (3, "c")]
+    assert rows_of(uri, 20) == [(1, "a"), (2, "b"), (3, "c")]
+    if uri.startswith("delta"):
+        from deltalake import DeltaTable
+
+        operations = [h["operation"] for h in DeltaTable(uri.removeprefix("delta://") + "/db/t").history()]
+        assert operations[:3] == ["MERGE", "WRITE", "WRITE"]  # newest first: the re-sent key merged
