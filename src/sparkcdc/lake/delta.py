@@ -18,7 +18,7 @@ from sparkcdc.errors import ConfigError, StorageError
 from sparkcdc.lake.changes import NetChange
 from sparkcdc.lake.evolution import SchemaChange, reshape
 from sparkcdc.lake.keyless import ChangeLog, lake_schema, to_arrow_log
-from sparkcdc.lake.types import arrow_schema, key_table, pad, to_arrow
+from sparkcdc.lake.types import arrow_schema, pad, to_arrow
 from sparkcdc.model import TableInfo
 
 COMMIT_TS = "sparkcdc.commit-ts"
@@ -118,12 +118,13 @@ class DeltaTables:
                 image[pos] = v
             rows.append(tuple(image))
         lake = pa.schema(dt.schema().to_arrow())
-        if not change.touches_existing and not _holds_any(dt, key_table(info, list(change.upserts))):
-            # every key is new: a plain append, committed the same way (txn + commit info), without MERGE's join
-            # and file rewrites; the check reads only key columns, pruned by the files' statistics
+        if not change.touches_existing:
             fresh = pad(to_arrow(info, list(change.upserts.values())), lake).select(lake.names).cast(lake)
-            _deltalake().write_deltalake(dt, fresh, mode="append", commit_properties=self._props(change.last_ts))
-            return len(change.upserts)
+            if not _holds_any(dt, fresh.select(keys)):
+                # every key is new: a plain append, committed the same way (txn + commit info), without MERGE's
+                # join and file rewrites; the check reads only key columns, pruned by the files' statistics
+                _deltalake().write_deltalake(dt, fresh, mode="append", commit_properties=self._props(change.last_ts))
+                return len(change.upserts)
         ops = pa.array(["u"] * len(change.upserts) + ["d"] * len(change.deletes))
         source = pad(to_arrow(info, rows, {OP_COLUMN: ops}), lake)
         predicate = " AND ".join(f"t.{_quote(k)} = s.{_quote(k)}" for k in keys)

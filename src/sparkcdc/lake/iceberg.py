@@ -143,7 +143,8 @@ class IcebergTables:
         keys = [info.columns[i].name for i in info.handle_key_positions]
         touched = [*change.upserts, *change.deletes]
         rows = pad(to_arrow(info, list(change.upserts.values())), t.schema().as_arrow())
-        overwrite_keys(t, keys, key_table(info, touched), rows, props)
+        touched_keys = rows.select(keys) if not change.deletes else key_table(info, touched)  # upserts: converted
+        overwrite_keys(t, keys, touched_keys, rows, props)
         return len(touched)
 
     def fill(self, info: TableInfo, values: dict[str, Any], ts: int) -> None:

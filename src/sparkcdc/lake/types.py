@@ -92,7 +92,7 @@ def to_arrow(info: TableInfo, rows: Sequence[Sequence[Any]], extra: dict[str, pa
                 arrays.append(pa.array(values, type=typ))
                 continue
             except (pa.ArrowInvalid, pa.ArrowTypeError):
-                pass  # bytes that are not UTF-8, numbers or decimals in a text column, text in a DECIMAL one: converted below
+                pass  # bytes not UTF-8, numbers or decimals in a text column, text in a DECIMAL one: converted below
         if conv is not None:
             values = [None if v is None else conv(v) for v in values]
         arrays.append(pa.array(values, type=typ))
