@@ -19,16 +19,18 @@ import fastavro
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-_PLAIN = {pa.string_view(): pa.string(), pa.binary_view(): pa.binary()}
+def _plain(t: pa.Table) -> pa.Table:
+    """Text and binary columns as Arrow's plain types: a Parquet file's embedded Arrow schema (a hint, not part of
+    either format) says string_view for the files some writers make and string for others: one Parquet type."""
+    views = {pa.string_view(): pa.string(), pa.large_string(): pa.string(), pa.binary_view(): pa.binary(),
+             pa.large_binary(): pa.binary()}  # fmt: skip
+    return t.cast(pa.schema([f.with_type(views.get(f.type, f.type)) for f in t.schema]))
 
 
 def _concat(tables: list[pa.Table], schema: pa.Schema | None) -> list[dict[str, Any]]:
-    """The files' rows as one table. A file's Arrow schema metadata may say string_view where another's says string
-    (delta-rs's MERGE and its plain writes differ): both are the format's one string type."""
     if not tables:
         return []
-    tables = [t.cast(pa.schema([f.with_type(_PLAIN.get(f.type, f.type)) for f in t.schema])) for t in tables]
-    out = pa.concat_tables(tables, promote_options="permissive")
+    out = pa.concat_tables([_plain(t) for t in tables], promote_options="permissive")
     return out.to_pylist()
 
 

@@ -119,7 +119,7 @@ class DeltaTables:
             rows.append(tuple(image))
         lake = pa.schema(dt.schema().to_arrow())
         if not change.touches_existing:
-            fresh = pad(to_arrow(info, list(change.upserts.values())), lake).select(lake.names).cast(lake)
+            fresh = pad(to_arrow(info, list(change.upserts.values())), lake).select(lake.names)
             if not _holds_any(dt, fresh.select(keys)):
                 # every key is new: a plain append, committed the same way (txn + commit info), without MERGE's
                 # join and file rewrites; the check reads only key columns, pruned by the files' statistics
