@@ -19,6 +19,7 @@ import fastavro
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+
 def _plain(t: pa.Table) -> pa.Table:
     """Text and binary columns as Arrow's plain types: a Parquet file's embedded Arrow schema (a hint, not part of
     either format) says string_view for the files some writers make and string for others: one Parquet type."""

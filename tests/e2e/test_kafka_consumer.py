@@ -342,7 +342,7 @@ def test_a_dropped_downstream_stops_it_in_one_line_and_reset_checkpoints_starts_
     assert "--reset-checkpoints: the group g-cli-again reads topic kc-cli-again again from {0: 0}" in log.read_text()
 
 
-def test_cdc_kafka_consumer_keeps_a_delta_table_from_apache_kafka(kafka_broker: KafkaBroker, tmp_path: Path) -> None:
+def test_cdc_kafka_consumer_keeps_a_delta_table_from_apache_kafka(apache_kafka: ApacheKafka, tmp_path: Path) -> None:
     """Issue 30, item 4, on a real broker: `cdc kafka-consumer --downstream-uri delta://...` keeps the topic's table,
     its commit recording the watermark's commit-ts; `--reset-checkpoints` reads the whole topic again and the lake
     table takes none of it twice (no new commit). Iceberg goes through the same target (`consumer/lake_target.py`;
@@ -354,14 +354,14 @@ def test_cdc_kafka_consumer_keeps_a_delta_table_from_apache_kafka(kafka_broker: 
     from sparkcdc.lake.target import open_tables
     from tests.integration.consumer.test_kafka_consumer import DB, TS, messages, topic_with
 
-    topic_with(kafka_broker, "kc-lake", messages())
+    topic_with(apache_kafka, "kc-lake", messages())
     log = tmp_path / "consumer.log"
     uri = f"delta://{tmp_path}/delta"
 
     def run_until(done: Callable[[], bool], *extra: str) -> None:
         started = starts(log)
         consumer = subprocess.Popen([CDC, "kafka-consumer", "--upstream-uri",
-                                     f"kafka://{kafka_broker.bootstrap}/kc-lake?protocol=simple", "--downstream-uri",
+                                     f"kafka://{apache_kafka.bootstrap}/kc-lake?protocol=simple", "--downstream-uri",
                                      uri, "--consumer-group-id", "g-lake", "--log-file", str(log), "--quiet", *extra],
                                     stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
                                     env=server_env())  # fmt: skip
