@@ -25,7 +25,7 @@ from tests.e2e.lake_readers import read_delta, read_iceberg
 from tests.e2e.test_changefeed_mysql import MORE, TYPE_ROWS, TYPES
 from tests.fixtures.mariadb import FreshDatabase
 from tests.integration.pipeline.replay import text
-from tests.integration.pipeline.server import Background, SparkServer, Workload, now_tso
+from tests.integration.pipeline.server import Background, Paced, SparkServer, Workload, now_tso
 
 pytestmark = pytest.mark.e2e
 
@@ -161,19 +161,6 @@ def test_changefeeds_into_delta_and_iceberg_equal_upstream_now_and_as_of(
 
 
 KILLS = 3
-
-
-class Paced:
-    """Every ``every``-th step of the workload: a steady load the lake sinks keep up with on a shared 2-core
-    machine (an Iceberg commit takes about a second there), so the catch-up after the last kill stays bounded."""
-
-    def __init__(self, work: Workload, every: int) -> None:
-        self.work = work
-        self.every = every
-
-    def step(self, i: int) -> None:
-        if i % self.every == 0:
-            self.work.step(i // self.every)
 
 
 @pytest.mark.slow

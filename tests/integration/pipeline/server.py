@@ -358,6 +358,22 @@ class Steps(Protocol):
     def step(self, i: int) -> None: ...
 
 
+class Paced:
+    """Every ``every``-th step of ``work`` (:class:`Background` steps about every 20 ms): a steady load that the
+    sinks keep up with on a shared 2-core machine, so the backlog after each restart and the final catch-up stay
+    bounded however long the test runs. ``done`` counts the steps of ``work`` taken."""
+
+    def __init__(self, work: Steps, every: int) -> None:
+        self.work = work
+        self.every = every
+        self.done = 0
+
+    def step(self, i: int) -> None:
+        if i % self.every == 0:
+            self.work.step(i // self.every)
+            self.done += 1
+
+
 class Background:
     """Runs the workload in a thread until stopped; its database connection belongs to that thread meanwhile
     (pymysql connections are not thread-safe: query the upstream only after ``stop``)."""
