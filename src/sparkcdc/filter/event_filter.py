@@ -20,7 +20,6 @@ from dataclasses import dataclass
 from typing import Any, cast
 
 from sparkcdc.errors import ConfigError
-from sparkcdc.filter.expr_compile import compile_predicate, parse_expression
 from sparkcdc.filter.table_filter import ERR_FILTER_RULE_INVALID, TableFilter
 from sparkcdc.model.ddl_action import DDLAction
 from sparkcdc.model.events import Row, RowChange, RowOp
@@ -174,7 +173,7 @@ class EventFilterRule:
         _sql_regex(self.ignore_sql)
         for key, text in self.expressions().items():
             try:
-                parse_expression(text)
+                _parse(text)
             except ConfigError as e:
                 raise ConfigError(f"{where}.{key}: {e.message}", code=e.code) from None
 
@@ -205,17 +204,27 @@ def _sql_regex(patterns: Sequence[str]) -> re.Pattern[str] | None:
         raise ConfigError(f"invalid ignore-sql pattern {joined!r}: {e}", code=ERR_FILTER_RULE_INVALID) from e
 
 
+def _parse(text: str) -> Any:
+    """``expr_compile.parse_expression``, imported on first use: it loads sqlglot (~0.07 CPU-s), which the Python
+    processes Spark starts for each query of a changefeed without expression filters never need."""
+    from sparkcdc.filter.expr_compile import parse_expression
+
+    return parse_expression(text)
+
+
 class _CompiledRule:
     def __init__(self, rule: EventFilterRule) -> None:
         self.tables = TableFilter.parse(rule.matcher, case_sensitive=True)
         self.events = frozenset(_ALIASES.get(e, e) for e in rule.ignore_event)
         self.sql = _sql_regex(rule.ignore_sql)
-        self.exprs = {field: (text, parse_expression(text)) for field, text in
+        self.exprs = {field: (text, _parse(text)) for field, text in
                       ((f, getattr(rule, f)) for f in _EXPR_KEYS.values()) if text}  # fmt: skip
 
     def predicate(self, field: str, table: TableInfo) -> Predicate:
         """The expression of ``field`` (an EventFilterRule field) compiled for ``table``. Raises ConfigError
         ``CDC:ErrExpressionColumnNotFound`` when it names a column the table lacks."""
+        from sparkcdc.filter.expr_compile import compile_predicate
+
         text, tree = self.exprs[field]
         return compile_predicate(tree, text, table)
 
@@ -322,6 +331,8 @@ class EventFilter:
     def verify(self, tables: Iterable[TableInfo]) -> None:
         """Check every expression against the columns of the tables its rule matches (TiCDC's
         ``dmlExprFilter.verify`` at create and update). Raises ConfigError naming the rule's key."""
+        from sparkcdc.filter.expr_compile import compile_predicate
+
         tables = list(tables)
         for i, (rule, compiled) in enumerate(zip(self.rules, self._compiled, strict=True)):
             if not compiled.exprs:
@@ -331,7 +342,7 @@ class EventFilter:
                     continue
                 for key, text in rule.expressions().items():
                     try:
-                        compile_predicate(parse_expression(text), text, table)
+                        compile_predicate(_parse(text), text, table)
                     except ConfigError as e:
                         raise ConfigError(f"filter.event-filters[{i}].{key}: {e.message}", code=e.code) from None
 
