@@ -1,11 +1,14 @@
 """Four changefeeds created at the same moment with the same start-ts on one ``cdc server``, then the server
-restarted ten times under a workload (each start resumes all four queries at once in a new JVM): no changefeed
+restarted three times under a workload (each start resumes all four queries at once in a new JVM): no changefeed
 ever fails, and every sink replays to the upstream.
 
 Before ``sparkcdc.pipeline.registration``, queries starting together in a fresh JVM could corrupt the Java
 HashMap Spark shares between every query of a Python data source; all changefeeds then failed with
 ``java.io.OptionalDataException`` and every retry failed the same way. In a warm JVM the window is too narrow
-to hit, hence fresh server processes.
+to hit, hence fresh server processes. When the race was found it hit at the first start; with the fix reverted
+on 2026-11-26 it was not hit in four starts of four queries nor in one of eight, so ten restarts bought no
+more than three. What fails without the fix every time is ``tests/integration/pipeline/test_session.py``: it
+checks the map's class after concurrent registrations.
 """
 
 from __future__ import annotations
@@ -20,12 +23,12 @@ from sparkcdc.devtools.mariadb import MariaDB
 from sparkcdc.storage.external import ExternalStorage
 from tests.fixtures.mariadb import FreshDatabase
 from tests.integration.pipeline.replay import replay
-from tests.integration.pipeline.server import Background, CheckpointWatch, SparkServer, Workload, now_tso
+from tests.integration.pipeline.server import Background, CheckpointWatch, Paced, SparkServer, Workload, now_tso
 
 pytestmark = pytest.mark.e2e
 
 PROTOCOLS = ["canal-json", "csv", "canal-json", "csv"]
-RESTARTS = 10
+RESTARTS = 3
 
 
 def test_four_changefeeds_created_at_once_survive_restarts(
@@ -57,7 +60,8 @@ def test_four_changefeeds_created_at_once_survive_restarts(
     for t in threads:
         t.join(120)
     assert [code for code, _ in answers] == [200] * len(uris), answers
-    bg = Background(work)
+    paced = Paced(work, 5)  # ~10 transactions/s: each start resumes a bounded backlog
+    bg = Background(paced)
     bg.thread.start()
     try:
         for _ in range(RESTARTS):
@@ -79,7 +83,7 @@ def test_four_changefeeds_created_at_once_survive_restarts(
     finally:
         server.stop()
     want = work.expected()
-    assert bg.steps > 20
+    assert paced.done > 20
     for uri, w in zip(uris, watches, strict=True):
         assert w.monotonic, w.seen
         checkpoint, got = replay(uri)
