@@ -83,3 +83,7 @@ if [ ! -x "$REGISTRY_BIN" ]; then
   (cd "$REGISTRY_SRC" && go build -trimpath -o "$REGISTRY_BIN.tmp" ./cmd/schema-registry)
   mv "$REGISTRY_BIN.tmp" "$REGISTRY_BIN"
 fi
+
+# A class-data-sharing archive of Spark's classes for the driver JVM (sparkcdc.pipeline.class_archive): every
+# cdc server start then loads Spark on about half the CPU. Made once per pyspark and java; a failure only warns.
+"$VENV/bin/python" -m sparkcdc.pipeline.class_archive || echo "setup: no class archive made (Spark starts slower)" >&2

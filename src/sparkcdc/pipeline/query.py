@@ -63,7 +63,8 @@ def build_session(
     home_dir: Path | None = None,
 ) -> Any:
     """A SparkSession for pipelines; ``extra`` settings win over the defaults, except that
-    ``spark.driver.extraJavaOptions`` is appended to ``DRIVER_JAVA_OPTIONS``. JVM options only take effect when
+    ``spark.driver.extraJavaOptions`` is appended to ``DRIVER_JAVA_OPTIONS`` and the class archive's option
+    (``class_archive``: when one was made). JVM options only take effect when
     this call starts the JVM (the first session of the process); that JVM ignores the signals that stop the
     driver (``gateway``), so stopping Spark is the driver's decision, and holds ``hold_fds`` open while it lives.
     ``home_dir``: a private directory, kept while the JVM lives, for the SPARK_HOME that lets its Python
@@ -71,11 +72,12 @@ def build_session(
     spark_env()
     from pyspark.sql import SparkSession
 
+    from sparkcdc.pipeline.class_archive import java_options
     from sparkcdc.pipeline.gateway import ensure_detached_gateway
 
     conf = {**_SESSION_DEFAULTS, **(extra or {})}
     java = conf.get("spark.driver.extraJavaOptions", "")
-    conf["spark.driver.extraJavaOptions"] = f"{DRIVER_JAVA_OPTIONS} {java}".strip()
+    conf["spark.driver.extraJavaOptions"] = " ".join(o for o in (DRIVER_JAVA_OPTIONS, java_options(), java) if o)
     ensure_detached_gateway({"spark.master": master, "spark.app.name": app_name, **conf}, hold_fds, home_dir)
     builder = SparkSession.builder.master(master).appName(app_name)
     for k, v in conf.items():
