@@ -67,7 +67,7 @@ from sparkcdc.model import tso
 from sparkcdc.mysql.target import MysqlTarget
 from sparkcdc.pipeline.query import build_session
 from sparkcdc.sink.mysql.config import MysqlSinkConfig
-from sparkcdc.sink.mysql.encoder import table_route
+from sparkcdc.sink.row_payload import table_route
 
 COLUMNS = ["id", "a", "b", "c", "d"]  # TABLE_COLUMNS' names
 TICKS = "id BIGINT PRIMARY KEY, committed DECIMAL(16,6) NOT NULL"  # the live phase's table
@@ -140,7 +140,7 @@ def run_executemany(target: MysqlTarget, rows: dict[str, list[tuple[Any, ...]]],
 
 
 def writer_tasks(db: str, tables: int, writers: int) -> int:
-    """How many writer tasks the tables' rows go to (``sparkcdc.sink.mysql.encoder.table_route`` % writers)."""
+    """How many writer tasks the tables' rows go to (``sparkcdc.sink.row_payload.table_route`` % writers)."""
     return len({table_route(db, f"t{i}") % writers for i in range(tables)})
 
 
@@ -153,7 +153,7 @@ def write_redo_log(bench: Bench, rows: dict[str, list[tuple[Any, ...]]], db: str
     from sparkcdc.redo.meta import RedoMeta
     from sparkcdc.redo.names import LogName, file_key, meta_name
     from sparkcdc.redo.writer import ChunkLog, storage_of
-    from sparkcdc.sink.mysql.encoder import pack
+    from sparkcdc.sink.row_payload import pack
 
     config = ConsistentConfig.from_toml({"level": "eventual", "storage": storage})
     store = storage_of(config)

@@ -33,7 +33,7 @@ from pymysql.converters import escape_string
 from sparkcdc.devtools.mariadb import MariaDB
 from sparkcdc.redo.log_file import RowsRecord
 from sparkcdc.redo.reader import RedoLog, stage
-from sparkcdc.sink.mysql.encoder import unpack
+from sparkcdc.sink.row_payload import unpack
 from sparkcdc.storage.external import ExternalStorage
 from tests.fixtures.object_stores import backend_uri
 from tests.integration.pipeline.server import CDC, SparkServer, server_env

@@ -24,7 +24,8 @@ from sparkcdc.model.steps import AppliedRow, DdlStep, EngineStats, RenderedRow, 
 from sparkcdc.redo.log_file import DdlRecord, RowsRecord
 from sparkcdc.redo.reader import RedoLog, Staged, stage
 from sparkcdc.sink.mysql.conflict import plan_steps
-from sparkcdc.sink.mysql.encoder import as_rendered, unpack
+from sparkcdc.sink.mysql.encoder import as_rendered
+from sparkcdc.sink.row_payload import unpack
 from sparkcdc.storage.external import ExternalStorage
 
 log = logging.getLogger(__name__)

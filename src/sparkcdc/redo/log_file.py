@@ -6,7 +6,7 @@ frames and one LZ4 frame of them, pyarrow's codec) and then frames, each ``u32 l
 
 ``TABLE`` (1)  ``u32 ref`` + a table definition as JSON (``model.table_json``), before the first rows that use it
 ``ROWS`` (2)   ``commit_ts u64, seq u32, ref u32, physical_table_id i64, nrows u32`` + the MySQL sink's payload of
-               one table's rows of one transaction, as its writers receive it (``sparkcdc.sink.mysql.encoder``)
+               one table's rows of one transaction, as its writers receive it (``sparkcdc.sink.row_payload``)
 ``DDL`` (3)    JSON ``{"ts", "seq", "action", "query", "schema", "table"}``
 ``END`` (9)    ``u32`` number of records before it: a file without it was cut short
 

@@ -14,7 +14,7 @@ from sparkcdc.model.steps import ORDERED_PARTITION, DdlStep, EngineStats, RowsSt
 from sparkcdc.model.table import with_handle_keys
 from sparkcdc.redo.names import LogName
 from sparkcdc.redo.writer import ChunkLog, storage_of
-from sparkcdc.sink.mysql.encoder import pack
+from sparkcdc.sink.row_payload import pack
 from sparkcdc.storage.external import ExternalStorage
 
 _IDX = (IndexInfo("PRIMARY", ("id",), primary=True, unique=True),)

@@ -15,7 +15,8 @@ from sparkcdc.codec import native
 from sparkcdc.model import RowChange, RowsEvent
 from sparkcdc.model.events import split_key_updates
 from sparkcdc.sink.mysql.config import MysqlSinkConfig
-from sparkcdc.sink.mysql.encoder import MysqlEncoder, render_rows, unpack
+from sparkcdc.sink.mysql.encoder import MysqlEncoder, render_rows
+from sparkcdc.sink.row_payload import unpack
 from tests.unit.native.binlog_rows import fit_table, rows_events
 
 

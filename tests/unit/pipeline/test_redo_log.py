@@ -18,7 +18,7 @@ from sparkcdc.pipeline.spec import FeedSpec
 from sparkcdc.redo.log_file import DdlRecord, RowsRecord
 from sparkcdc.redo.reader import RedoLog, stage
 from sparkcdc.redo.writer import check_writable
-from sparkcdc.sink.mysql.encoder import pack, unpack
+from sparkcdc.sink.row_payload import pack, unpack
 from sparkcdc.storage.external import ExternalStorage
 
 _IDX = (IndexInfo("PRIMARY", ("id",), primary=True, unique=True),)

@@ -11,7 +11,7 @@ from sparkcdc.errors import CorruptDataError
 from sparkcdc.model import ColumnInfo, DDLAction, IndexInfo, RowChange, RowOp, TableInfo
 from sparkcdc.model.table import with_handle_keys
 from sparkcdc.redo.log_file import DdlRecord, LogEncoder, RowsRecord, decode
-from sparkcdc.sink.mysql.encoder import pack, unpack
+from sparkcdc.sink.row_payload import pack, unpack
 
 _IDX = (IndexInfo("PRIMARY", ("id",), primary=True, unique=True),)
 T = TableInfo("db", "t", 7, with_handle_keys((ColumnInfo("id", "bigint", nullable=False, unsigned=True),

@@ -16,7 +16,7 @@ from sparkcdc.lake.target import open_tables
 from sparkcdc.model import RowChange
 from sparkcdc.sink.base import Payload, Routed, SinkContext
 from sparkcdc.sink.lake.config import LakeSinkConfig
-from sparkcdc.sink.mysql.encoder import pack, table_route, unpack
+from sparkcdc.sink.row_payload import pack, table_route, unpack
 
 
 class LakeEncoder:

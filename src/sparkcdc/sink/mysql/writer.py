@@ -21,9 +21,10 @@ from sparkcdc.mysql.engine import ApplyEngine
 from sparkcdc.sink.base import Routed, SinkContext
 from sparkcdc.sink.mysql.config import MysqlSinkConfig
 from sparkcdc.sink.mysql.conflict import SLOTS, plan_steps
-from sparkcdc.sink.mysql.encoder import as_rendered, unpack
+from sparkcdc.sink.mysql.encoder import as_rendered
 from sparkcdc.sink.mysql.retry import with_retries
 from sparkcdc.sink.mysql.session import CHECKPOINT_SCHEMA, session_statements
+from sparkcdc.sink.row_payload import unpack
 from sparkcdc.sink.worker_cache import WorkerCache
 
 _TABLE_THREADS = SLOTS  # streams (tables, key slots of a table) applied in parallel, one connection each

@@ -7,7 +7,8 @@ from decimal import Decimal
 
 from sparkcdc.model import ColumnInfo, RowChange, RowOp, TableInfo
 from sparkcdc.sink.mysql.config import MysqlSinkConfig
-from sparkcdc.sink.mysql.encoder import MysqlEncoder, table_route, unpack
+from sparkcdc.sink.mysql.encoder import MysqlEncoder
+from sparkcdc.sink.row_payload import table_route, unpack
 
 T = TableInfo("db", "t", 5, (ColumnInfo("id", "bigint", unsigned=True, primary_key=True, handle_key=True),
                              ColumnInfo("v", "varbinary"), ColumnInfo("d", "decimal")), version=9)  # fmt: skip
