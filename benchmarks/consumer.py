@@ -235,7 +235,8 @@ def load_data(
     started = time.perf_counter()
     with conn.cursor() as cur:
         for table in sorted(files):
-            cur.execute(f"LOAD DATA LOCAL INFILE '{files[table]}' INTO TABLE {db}.{table} ({','.join(columns)})")
+            with conn.sending(str(files[table])):  # the connection sends no other file (mysql/local_infile.py)
+                cur.execute(f"LOAD DATA LOCAL INFILE '{files[table]}' INTO TABLE {db}.{table} ({','.join(columns)})")
     conn.commit()
     elapsed = time.perf_counter() - started
     conn.close()
