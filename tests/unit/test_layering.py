@@ -1,5 +1,7 @@
 """Dependencies point down (DESIGN.md): the packages that a sink and the consumers share import neither of them, and
-the sinks never import the consumers, so no two packages import each other (issue 28, item 4)."""
+the sinks never import the consumers, so no two packages import each other (issue 28, item 4). The bottom layer
+(STYLE.md: codec, storage, filter) imports none of the layers above it: what a sink and ``storage/`` both read
+lives in a module at the package root (``sink_options.py``, ``uri_query.py``)."""
 
 from __future__ import annotations
 
@@ -20,6 +22,10 @@ FORBIDDEN = {
     "sink": ("consumer", "pipeline", "server", "cli"),
     "consumer": ("pipeline", "server", "cli"),
     "lake": ("consumer", "sink", "redo", "mysql", "pipeline", "server", "cli"),
+    **dict.fromkeys(
+        ("codec", "storage", "filter"),
+        ("consumer", "sink", "redo", "mysql", "lake", "capture", "schema_registry", "pipeline", "server", "cli"),
+    ),
 }
 
 

@@ -20,7 +20,7 @@ from sparkcdc.changefeed.sink_keys import SINK_KEYS
 from sparkcdc.codec.csv.config import CsvConfig
 from sparkcdc.errors import ConfigError
 from sparkcdc.masking import mask_value
-from sparkcdc.sink.options import Setting, Sources, as_bool, as_int, as_str, table
+from sparkcdc.sink_options import Setting, Sources, as_bool, as_int, as_str, table
 from sparkcdc.storage.duration import MINUTE, SECOND, format_duration, parse_duration
 from sparkcdc.storage.sink_uri import SinkURI
 

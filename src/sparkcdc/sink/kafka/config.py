@@ -40,7 +40,7 @@ from sparkcdc.sink.kafka.dispatcher import DispatchRule, EventRouter
 from sparkcdc.sink.kafka.security import SaslConfig, TlsConfig, parse_sasl, parse_tls, security_protocol
 from sparkcdc.sink.kafka.topic import validate_avro_expression
 from sparkcdc.sink.kafka.uri import KafkaURI
-from sparkcdc.sink.options import Sources, table
+from sparkcdc.sink_options import Sources, table
 
 _CLIENT_ID_INVALID = re.compile(r'[?:,"]')
 # Room librdkafka's own size check needs above the largest message the codec lets through (record overhead).

@@ -1,6 +1,6 @@
 """Merging the sink URI with the changefeed's TOML into :class:`~sparkcdc.sink.kafka.config.KafkaSinkConfig` values.
 
-One function per group of TiCDC settings; each reads through :class:`~sparkcdc.sink.options.Sources` (URI
+One function per group of TiCDC settings; each reads through :class:`~sparkcdc.sink_options.Sources` (URI
 first) and writes validated values into a dict of config fields. TiCDC's codes: ``CDC:ErrKafkaInvalidConfig`` and
 its narrower Kafka codes for producer options, ``CDC:ErrCodecInvalidConfig`` for codec options,
 ``CDC:ErrInvalidReplicaConfig`` for large-message handling and unknown TOML keys, ``CDC:ErrSinkUnknownProtocol``.
@@ -17,7 +17,7 @@ from sparkcdc.errors import ConfigError
 from sparkcdc.sink.kafka import keys
 from sparkcdc.sink.kafka.column_selector import parse_column_selectors
 from sparkcdc.sink.kafka.dispatcher import parse_dispatch_rules
-from sparkcdc.sink.options import (
+from sparkcdc.sink_options import (
     ERR_REPLICA,
     INT16,
     INT32,

@@ -22,7 +22,7 @@ from typing import Any, Final
 
 from sparkcdc.errors import ConfigError
 from sparkcdc.masking import MASK, mask_uri
-from sparkcdc.sink.options import ERR_KAFKA_CONFIG, Setting, Sources, as_bool, as_choice, as_str, as_strings
+from sparkcdc.sink_options import ERR_KAFKA_CONFIG, Setting, Sources, as_bool, as_choice, as_str, as_strings
 from sparkcdc.tls_files import TlsFileError, check_tls_files
 
 KAFKA_TABLE: Final = "[sink.kafka-config]"

@@ -19,7 +19,7 @@ from sparkcdc.changefeed.sink_keys import SINK_KEYS
 from sparkcdc.errors import ConfigError, SparkcdcError
 from sparkcdc.masking import mask_uri
 from sparkcdc.mysql.target import MysqlTarget, session_time_zone, time_zone_problem
-from sparkcdc.sink.options import INT32, Setting, Sources, as_bool, as_duration_ns, as_int, as_str, table
+from sparkcdc.sink_options import INT32, Setting, Sources, as_bool, as_duration_ns, as_int, as_str, table
 from sparkcdc.tls_files import TlsFileError, check_tls_files
 from sparkcdc.uri_query import parse_query
 
