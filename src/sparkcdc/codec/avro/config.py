@@ -8,12 +8,12 @@ is the changefeed's namespace, the first part of every record's Avro namespace.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
 from sparkcdc.codec.large_message import DEFAULT_MAX_MESSAGE_BYTES
+from sparkcdc.codec.options import OptionTable, read_options
 from sparkcdc.errors import ConfigError
 from sparkcdc.masking import mask_uri
 
@@ -44,18 +44,13 @@ class AvroConfig:
         """Build a validated config from TiCDC's option names; values may be strings (URI query) or typed (TOML).
         Keys the caller passes for the codec's collaborators (``registry``) are skipped. Raises ConfigError
         (``CDC:ErrCodecInvalidConfig``) naming the key and what it may be."""
-        kwargs: dict[str, Any] = {}
-        for key, value in (options or {}).items():
-            if key in _PASSED_THROUGH:
-                continue
-            spec = _KEYS.get(key)
-            if spec is None:
-                raise ConfigError(
-                    f"avro protocol: unknown option {key!r}; use: {', '.join(sorted(_KEYS))}", code=ERR_CODEC
-                )
-            attr, kind = spec
-            kwargs[attr] = _convert(key, value, kind)
-        cfg = cls(**kwargs)
+
+        def unknown(key: str) -> ConfigError:
+            allowed = ", ".join(sorted(_KEYS))
+            return ConfigError(f"avro protocol: unknown option {key!r}; use: {allowed}", code=ERR_CODEC)
+
+        options = {k: v for k, v in (options or {}).items() if k not in _PASSED_THROUGH}
+        cfg = cls(**read_options("avro protocol", _KEYS, options, ERR_CODEC, unknown))
         cfg._validate()
         return cfg
 
@@ -87,8 +82,7 @@ class AvroConfig:
     __str__ = __repr__
 
 
-# option key -> (attribute, kind)
-_KEYS: Final[dict[str, tuple[str, str]]] = {
+_KEYS: Final[OptionTable] = {
     "enable-tidb-extension": ("enable_tidb_extension", "bool"),
     "avro-decimal-handling-mode": ("decimal_handling_mode", "mode"),
     "avro-bigint-unsigned-handling-mode": ("bigint_unsigned_handling_mode", "mode"),
@@ -99,23 +93,3 @@ _KEYS: Final[dict[str, tuple[str, str]]] = {
 }
 _PASSED_THROUGH: Final = frozenset({"registry"})
 
-
-def _convert(key: str, value: Any, kind: str) -> Any:
-    if kind == "bool":
-        if isinstance(value, bool):
-            return value
-        if isinstance(value, str) and value.strip().lower() in ("true", "false"):
-            return value.strip().lower() == "true"
-        raise ConfigError(f"avro protocol: {key} must be true or false, got {value!r}", code=ERR_CODEC)
-    if kind == "int":
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-        if isinstance(value, str) and re.fullmatch(r"\s*[+-]?\d+\s*", value):
-            return int(value)
-        raise ConfigError(f"avro protocol: {key} must be an integer, got {value!r}", code=ERR_CODEC)
-    if not isinstance(value, str):
-        raise ConfigError(f"avro protocol: {key} must be a string, got {value!r}", code=ERR_CODEC)
-    # TiCDC compares the handling modes as given; an empty value keeps the default (``Apply``)
-    if kind == "mode":
-        return value or ("precise" if key == "avro-decimal-handling-mode" else "long")
-    return value

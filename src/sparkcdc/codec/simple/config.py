@@ -8,13 +8,13 @@ strings (sink URI query) or typed (TOML).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from sparkcdc.codec.large_message import DEFAULT_MAX_MESSAGE_BYTES, LARGE_MESSAGE_OPTIONS, validate_large_message
+from sparkcdc.codec.options import OptionTable, read_options
 from sparkcdc.errors import ConfigError
 from sparkcdc.masking import mask_uri
 
@@ -70,11 +70,7 @@ class SimpleConfig:
         protocol = options.pop("protocol", "simple")
         if protocol != "simple":
             raise ConfigError(f"simple codec: option protocol={protocol!r} must be 'simple'")
-        kwargs: dict[str, Any] = {}
-        for key, value in options.items():
-            attr, kind = _KEYS[key]
-            kwargs[attr] = _convert(key, value, kind)
-        cfg = cls(**kwargs)
+        cfg = cls(**read_options("simple protocol", _KEYS, options))
         cfg._validate()
         return cfg
 
@@ -112,8 +108,7 @@ class SimpleConfig:
     __str__ = __repr__
 
 
-# option key -> (attribute, kind)
-_KEYS: Final[dict[str, tuple[str, str]]] = {
+_KEYS: Final[OptionTable] = {
     "protocol": ("protocol", "str"),
     "encoding-format": ("encoding_format", "lower"),
     "enable-tidb-extension": ("enable_tidb_extension", "bool"),
@@ -131,20 +126,3 @@ _KEYS: Final[dict[str, tuple[str, str]]] = {
     "max-pending-dml": ("max_pending_dml", "int"),
 }
 
-
-def _convert(key: str, value: Any, kind: str) -> Any:
-    if kind == "bool":
-        if isinstance(value, bool):
-            return value
-        if isinstance(value, str) and value.strip().lower() in ("true", "false"):
-            return value.strip().lower() == "true"
-        raise ConfigError(f"simple protocol: {key} must be true or false, got {value!r}")
-    if kind == "int":
-        if isinstance(value, int) and not isinstance(value, bool):
-            return value
-        if isinstance(value, str) and re.fullmatch(r"\s*[+-]?\d+\s*", value):
-            return int(value)
-        raise ConfigError(f"simple protocol: {key} must be an integer, got {value!r}")
-    if not isinstance(value, str):
-        raise ConfigError(f"simple protocol: {key} must be a string, got {value!r}")
-    return value.strip().lower() if kind == "lower" else value
