@@ -45,11 +45,12 @@ from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TypeVar
+from typing import Self, TypeVar
 
 from sparkcdc.devtools.mariadb import free_port
 
@@ -96,3 +97,35 @@ def wait_for(
             extra = f": {detail()}" if detail is not None else ""
             raise AssertionError(f"timed out after {timeout}s waiting for {what}{extra}")
         time.sleep(interval)
+
+
+class ThreadWatch:
+    """Runs :meth:`run` in a daemon thread while a ``with`` block lasts (a watcher beside the code under test: a
+    status poller, a topic follower). What the thread raises is kept in ``error`` for the test to assert on; ``stop``
+    is set when the block ends, and ``run`` returns when it sees it."""
+
+    def __init__(self) -> None:
+        self.error: BaseException | None = None
+        self.stop = threading.Event()
+        self._thread = threading.Thread(target=self._guarded, daemon=True)
+
+    def __enter__(self) -> Self:
+        self._thread.start()
+        return self
+
+    def __exit__(self, *_: object) -> None:
+        self.stop.set()
+        self._thread.join(30)
+
+    @property
+    def alive(self) -> bool:
+        return self._thread.is_alive()
+
+    def run(self) -> None:
+        raise NotImplementedError
+
+    def _guarded(self) -> None:
+        try:
+            self.run()
+        except BaseException as e:
+            self.error = e

@@ -16,7 +16,6 @@ from __future__ import annotations
 
 import logging
 import random
-import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -39,6 +38,7 @@ from tests.integration.sink.kafka_replay import (
     replay_partitions,
     watermarks_on_every_partition,
 )
+from tests.support import ThreadWatch
 
 pytestmark = pytest.mark.e2e
 
@@ -49,28 +49,18 @@ KILLS = 5
 PAUSE_SECONDS = 15.0
 
 
-class SentWatch:
+class SentWatch(ThreadWatch):
     """Follows the newest messages of some simple-protocol topics (a plain consumer from their ends) in a thread
     and keeps the largest row commit-ts seen: rows above the committed checkpoint belong to a batch the changefeed
     has sent but not committed."""
 
     def __init__(self, bootstrap: str, topics: list[str]) -> None:
+        super().__init__()
         self.bootstrap = bootstrap
         self.topics = topics
         self.max_row_ts = 0
-        self.error: BaseException | None = None
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
 
-    def __enter__(self) -> SentWatch:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self._stop.set()
-        self._thread.join(30)
-
-    def _run(self) -> None:
+    def run(self) -> None:
         from confluent_kafka import OFFSET_END, Consumer, TopicPartition
 
         parse = SimpleDecoder().parse
@@ -81,14 +71,12 @@ class SentWatch:
             deadline = time.monotonic() + 60
             while not set(self.topics) <= (meta := consumer.list_topics(timeout=10).topics).keys():
                 assert time.monotonic() < deadline, f"topics {self.topics} not created within 60s"
-                self._stop.wait(0.2)
+                self.stop.wait(0.2)
             consumer.assign([TopicPartition(t, p, OFFSET_END) for t in self.topics for p in meta[t].partitions])
-            while not self._stop.is_set():
+            while not self.stop.is_set():
                 for m in consumer.consume(500, 0.05):
                     if m.error() is None and (msg := parse(m.value() or b"")).is_dml:
                         self.max_row_ts = max(self.max_row_ts, msg.commit_ts)
-        except BaseException as e:
-            self.error = e
         finally:
             consumer.close()
 

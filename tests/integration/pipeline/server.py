@@ -21,7 +21,7 @@ from sparkcdc.model import tso
 from sparkcdc.storage.external import ExternalStorage
 from tests.fixtures.mariadb import FreshDatabase
 from tests.integration.pipeline.replay import text
-from tests.support import CDC, free_port, server_env
+from tests.support import CDC, ThreadWatch, free_port, server_env
 
 
 def _proc_stat(pid: int) -> list[str] | None:
@@ -165,30 +165,21 @@ class SparkServer:
             self.remove(item["id"])
 
 
-class StatusWatch:
+class StatusWatch(ThreadWatch):
     """Polls a changefeed's ``/status`` through the Open API in a thread and records what it saw. The server may
     be down or restarting meanwhile (on another port): those polls are skipped."""
 
     def __init__(self, server: SparkServer, changefeed: str, interval: float = 0.1) -> None:
+        super().__init__()
         self.server = server
         self.changefeed = changefeed
         self.interval = interval
         self.checkpoints: list[int] = []  # every distinct checkpoint in the order seen
         self.seen: list[tuple[float, dict[str, Any]]] = []  # (monotonic time, status) of every answered poll
         self.polls = 0
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
 
-    def __enter__(self) -> StatusWatch:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self._stop.set()
-        self._thread.join(30)
-
-    def _run(self) -> None:
-        while not self._stop.wait(self.interval):
+    def run(self) -> None:
+        while not self.stop.wait(self.interval):
             try:
                 r = httpx.get(f"{self.server.url}/api/v2/changefeeds/{self.changefeed}/status", timeout=5)
                 r.raise_for_status()
@@ -208,9 +199,9 @@ class StatusWatch:
     def wait(self, what: str, done: Callable[[], bool], timeout: float, every: float = 0.05) -> None:
         deadline = time.monotonic() + timeout
         while not done():
-            assert self._thread.is_alive(), "status watch died"
+            assert self.alive, f"status watch died: {self.error!r}"
             assert time.monotonic() < deadline, f"{what} not within {timeout}s: {self.seen[-1:]}"
-            self._stop.wait(every)
+            self.stop.wait(every)
 
     def wait_past(self, ts: int, timeout: float = 180) -> None:
         self.wait(f"checkpoint past {ts}", lambda: self.checkpoint > ts, timeout)
