@@ -20,7 +20,7 @@ from sparkcdc.lake import read_as_of
 from sparkcdc.model import ColumnInfo, DDLAction
 from tests.e2e.lake_readers import read_delta, read_iceberg
 from tests.support import CDC
-from tests.unit.consumer.trees import Tree, canal_row, csv_row, table
+from tests.unit.consumer.trees import PARTITIONED_ROWS, Tree, csv_row, partitioned_canal_tree, table
 
 pytestmark = pytest.mark.integration
 
@@ -131,20 +131,10 @@ def test_csv_tree_with_ddl_replays_and_cutoff_equals_the_mysql_target(tmp_path: 
 
 @pytest.mark.parametrize("fmt", FORMATS)
 def test_canal_json_partitions_and_a_table_without_create(tmp_path: Path, fmt: str) -> None:
-    p = table("db2", "p")
-    tree = Tree(tmp_path / "tree", protocol="canal-json")
-    tree.schema(p, V1)  # no DDL: the changefeed started after the table existed
-    tree.data("db2", "p", V1, 1, [canal_row("INSERT", "db2", "p", V1 + 1, {"id": 1, "v": "a"})], partition=101)
-    tree.data("db2", "p", V1, 1, [canal_row("INSERT", "db2", "p", V1 + 2, {"id": 100, "v": "x"})], partition=102)
-    tree.data("db2", "p", V1, 2, [
-        canal_row("UPDATE", "db2", "p", V1 + 3, {"id": 1, "v": "b"}, {"id": 1, "v": "a"}),
-        canal_row("DELETE", "db2", "p", V1 + 4, {"id": 2, "v": None}),
-        canal_row("INSERT", "db2", "p", V1 + 5, {"id": 3, "v": None}),
-    ], partition=101)  # fmt: skip
-    tree.metadata(V1 + 10)
+    tree = partitioned_canal_tree(tmp_path / "tree", V1)
     lake = tmp_path / "lake"
     _ok(_consume(tree, f"{fmt}://{lake}"))
-    assert _rows(lake, fmt, "db2", "p") == [(1, "b"), (3, None), (100, "x")]  # as test_storage_consumer's MariaDB
+    assert _rows(lake, fmt, "db2", "p") == PARTITIONED_ROWS  # as test_storage_consumer's MariaDB
 
 
 def test_a_bad_lake_uri_is_one_line(tmp_path: Path) -> None:

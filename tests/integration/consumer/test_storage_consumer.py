@@ -16,7 +16,7 @@ from sparkcdc.mysql.engine import ApplyEngine
 from sparkcdc.mysql.target import MysqlTarget
 from sparkcdc.storage.external import ExternalStorage
 from tests.integration.consumer.servers import run_sql
-from tests.unit.consumer.trees import Tree, canal_row, csv_row, table
+from tests.unit.consumer.trees import PARTITIONED_ROWS, Tree, csv_row, partitioned_canal_tree, table
 
 pytestmark = pytest.mark.integration
 
@@ -98,21 +98,11 @@ def test_ddl_order_dedup_checkpoint_cutoff_and_rename(tmp_path: Path, down: Mysq
 
 def test_canal_json_partitions_and_missing_table_created(tmp_path: Path, down: MysqlTarget) -> None:
     run_sql(down, "CREATE DATABASE db2")
-    p = table("db2", "p")
-    tree = Tree(tmp_path, protocol="canal-json")
-    tree.schema(p, V1)  # no DDL: the changefeed started after the table existed
-    tree.data("db2", "p", V1, 1, [canal_row("INSERT", "db2", "p", V1 + 1, {"id": 1, "v": "a"})], partition=101)
-    tree.data("db2", "p", V1, 1, [canal_row("INSERT", "db2", "p", V1 + 2, {"id": 100, "v": "x"})], partition=102)
-    tree.data("db2", "p", V1, 2, [
-        canal_row("UPDATE", "db2", "p", V1 + 3, {"id": 1, "v": "b"}, {"id": 1, "v": "a"}),
-        canal_row("DELETE", "db2", "p", V1 + 4, {"id": 2, "v": None}),
-        canal_row("INSERT", "db2", "p", V1 + 5, {"id": 3, "v": None}),
-    ], partition=101)  # fmt: skip
-    tree.metadata(V1 + 10)
+    partitioned_canal_tree(tmp_path, V1)
     c = _consumer(tmp_path, down, CANAL)
     c.run_once()
     c.close()
-    assert _rows(down, "SELECT id, v FROM db2.p ORDER BY id") == [(1, "b"), (3, None), (100, "x")]
+    assert _rows(down, "SELECT id, v FROM db2.p ORDER BY id") == PARTITIONED_ROWS
 
 
 def test_corrupt_file_stops_without_advancing_then_resumes(tmp_path: Path, down: MysqlTarget) -> None:

@@ -90,3 +90,24 @@ def canal_row(op: str, schema: str, name: str, ts: int, data: dict[str, Any], ol
         "old": [image(old)] if old is not None else None, "data": [image(data)], "_tidb": {"commitTs": ts},
     }  # fmt: skip
     return json.dumps(doc, separators=(",", ":"), ensure_ascii=False) + "\r\n"
+
+
+# What any target holds after :func:`partitioned_canal_tree` is consumed: db2.p's (id, v) rows by id.
+PARTITIONED_ROWS = [(1, "b"), (3, None), (100, "x")]
+
+
+def partitioned_canal_tree(root: Path, first_ts: int) -> Tree:
+    """A canal-json tree of one partitioned table ``db2.p`` (partitions 101 and 102) with no CREATE TABLE (the
+    changefeed started after the table existed): inserts, an update and deletes, resolved at ``first_ts + 10``."""
+    tree = Tree(root, protocol="canal-json")
+    tree.schema(table("db2", "p"), first_ts)
+    ts = first_ts
+    tree.data("db2", "p", ts, 1, [canal_row("INSERT", "db2", "p", ts + 1, {"id": 1, "v": "a"})], partition=101)
+    tree.data("db2", "p", ts, 1, [canal_row("INSERT", "db2", "p", ts + 2, {"id": 100, "v": "x"})], partition=102)
+    tree.data("db2", "p", ts, 2, [
+        canal_row("UPDATE", "db2", "p", ts + 3, {"id": 1, "v": "b"}, {"id": 1, "v": "a"}),
+        canal_row("DELETE", "db2", "p", ts + 4, {"id": 2, "v": None}),
+        canal_row("INSERT", "db2", "p", ts + 5, {"id": 3, "v": None}),
+    ], partition=101)  # fmt: skip
+    tree.metadata(ts + 10)
+    return tree
