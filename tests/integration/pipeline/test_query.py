@@ -1,18 +1,22 @@
-"""The changefeed query on real Spark (local[2]) from a real MariaDB's relay log to a file:// storage sink."""
+"""The changefeed query on real Spark (local[2]) from a real MariaDB's relay log to a file:// storage sink and to a
+MySQL sink (a second MariaDB)."""
 
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from sparkcdc.mysql.target import MysqlTarget
 from sparkcdc.pipeline.progress import read_progress
-from sparkcdc.pipeline.query import start_query
+from sparkcdc.pipeline.query import route_aligned, start_query
 from sparkcdc.pipeline.spec import FeedSpec
 from sparkcdc.storage.external import ExternalStorage
 from tests.fixtures.mariadb import FreshDatabase
+from tests.integration.consumer.servers import run_sql
 from tests.integration.pipeline.conftest import PullerThread
 from tests.integration.pipeline.replay import layout_violations, replay, text
 from tests.support import wait_for
@@ -127,3 +131,63 @@ def test_mixed_workload_with_ddl_replays_exactly(
     assert "ADD COLUMN" in ddl_doc["Query"].upper() and ddl_doc["Type"] == 5
     assert any(p.startswith(f"{db.name}/a/{ddl_doc['TableVersion']}/") for p in paths)
     assert any(p.startswith(f"{db.name}/late/") for p in paths)
+
+
+def test_mysql_sink_without_redo_log_reads_in_its_writer_tasks(
+    spark: Any, fresh_db: FreshDatabase, puller_thread: PullerThread, target: MysqlTarget, tmp_path: Path, capsys: Any
+) -> None:
+    """The MySQL sink routes by table too: without a redo log its writer tasks read the relay log themselves (no
+    shuffle), and the downstream ends equal to the upstream through a DDL mid-stream, key-changing updates and a
+    table created mid-stream, with the checkpoint moving only forward. With a redo log the shuffle stays (its
+    barrier: every chunk's log durable before any writer starts)."""
+    db = fresh_db
+    tables = (
+        "CREATE TABLE a (id INT PRIMARY KEY, v VARCHAR(20), d DECIMAL(10,2))",
+        "CREATE TABLE b (id INT PRIMARY KEY, n BIGINT)",
+        "CREATE TABLE c (id INT PRIMARY KEY, s VARCHAR(10))",
+        "CREATE TABLE nopk (id INT, s VARCHAR(10))",
+    )
+    db.execute(*tables)
+    run_sql(target, f"DROP DATABASE IF EXISTS `{db.name}`", f"CREATE DATABASE `{db.name}`", f"USE `{db.name}`",
+            *tables)  # fmt: skip
+    start = puller_thread.caught_up()
+    uri = f"mysql://{target.user}@{target.host}:{target.port}/?worker-count=3"
+    spec = FeedSpec(
+        changefeed="default/cf-mysql",
+        capture_dir=str(puller_thread.data_dir),
+        state_dir=str(tmp_path / "cf"),
+        sink_uri=uri,
+        config={"filter": {"rules": [f"{db.name}.*"]}},
+        start_ts=start,
+        sink_start_ts=start,
+    )
+    redo = {**spec.config, "consistent": {"level": "eventual", "storage": f"file://{tmp_path / 'redo'}"}}
+    assert not route_aligned(replace(spec, config=redo))
+    query = start_query(spark, spec, trigger_seconds=0.5)
+    seen: list[int] = []
+    try:
+        workload(db)
+        end = puller_thread.caught_up()
+
+        def checkpoint_reached() -> bool:
+            assert query.exception() is None, query.exception()
+            progress = read_progress(Path(spec.state_dir) / "progress.json")
+            if progress is not None and (not seen or seen[-1] != progress.checkpoint_ts):
+                seen.append(progress.checkpoint_ts)
+            return bool(seen) and seen[-1] >= end
+
+        wait_for(checkpoint_reached, 120, "checkpoint to pass the workload")
+        capsys.readouterr()
+        query.explain()
+        plan = capsys.readouterr().out
+    finally:
+        query.stop()
+    try:
+        assert "WriteToDataSourceV2" in plan and "Exchange" not in plan  # reading and writing in one stage
+        assert seen == sorted(seen)
+        for t in TABLES:
+            sql = f"SELECT * FROM `{db.name}`.`{t}` ORDER BY 1"
+            assert run_sql(target, sql) == db.query(sql), t
+        assert run_sql(target, f"SELECT COUNT(*) FROM `{db.name}`.nopk") == [(0,)]  # no PK / UK: not eligible
+    finally:
+        run_sql(target, f"DROP DATABASE IF EXISTS `{db.name}`")
