@@ -15,6 +15,7 @@ from sparkcdc.pipeline.progress import read_progress
 from sparkcdc.pipeline.query import route_aligned, start_query
 from sparkcdc.pipeline.spec import FeedSpec
 from sparkcdc.storage.external import ExternalStorage
+from tests.e2e.lake_readers import read_delta
 from tests.fixtures.mariadb import FreshDatabase
 from tests.integration.consumer.servers import run_sql
 from tests.integration.pipeline.conftest import PullerThread
@@ -191,3 +192,48 @@ def test_mysql_sink_without_redo_log_reads_in_its_writer_tasks(
         assert run_sql(target, f"SELECT COUNT(*) FROM `{db.name}`.nopk") == [(0,)]  # no PK / UK: not eligible
     finally:
         run_sql(target, f"DROP DATABASE IF EXISTS `{db.name}`")
+
+
+def test_delta_sink_reads_in_its_writer_tasks(
+    spark: Any, fresh_db: FreshDatabase, puller_thread: PullerThread, tmp_path: Path, capsys: Any
+) -> None:
+    """The lake sinks route by table: their writer tasks read the relay log themselves (no shuffle), and the Delta
+    tables end equal to the upstream through an ADD COLUMN and a table created mid-stream."""
+    db = fresh_db
+    db.execute(
+        "CREATE TABLE a (id INT PRIMARY KEY, v VARCHAR(20), d DECIMAL(10,2))",
+        "CREATE TABLE b (id INT PRIMARY KEY, n BIGINT)",
+        "CREATE TABLE c (id INT PRIMARY KEY, s VARCHAR(10))",
+        "CREATE TABLE nopk (id INT, s VARCHAR(10))",
+    )
+    start = puller_thread.caught_up()
+    lake = tmp_path / "lake"
+    spec = FeedSpec(
+        changefeed="default/cf-delta",
+        capture_dir=str(puller_thread.data_dir),
+        state_dir=str(tmp_path / "cf"),
+        sink_uri=f"delta://{lake}?flush-interval=500ms",
+        config={"filter": {"rules": [f"{db.name}.*"]}},
+        start_ts=start,
+        sink_start_ts=start,
+    )
+    query = start_query(spark, spec, trigger_seconds=0.5)
+    try:
+        workload(db)
+        end = puller_thread.caught_up()
+
+        def checkpoint_reached() -> bool:
+            assert query.exception() is None, query.exception()
+            progress = read_progress(Path(spec.state_dir) / "progress.json")
+            return progress is not None and progress.checkpoint_ts >= end
+
+        wait_for(checkpoint_reached, 120, "checkpoint to pass the workload")
+        capsys.readouterr()
+        query.explain()
+        plan = capsys.readouterr().out
+    finally:
+        query.stop()
+    assert "WriteToDataSourceV2" in plan and "Exchange" not in plan  # reading and writing in one stage
+    for t in TABLES:
+        got = sorted((tuple(r.values()) for r in read_delta(lake / db.name / t)), key=lambda row: row[0])
+        assert got == db.query(f"SELECT * FROM `{db.name}`.`{t}` ORDER BY 1"), t

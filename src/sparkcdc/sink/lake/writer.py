@@ -20,6 +20,11 @@ from sparkcdc.sink.row_payload import pack, table_route, unpack
 
 
 class LakeEncoder:
+    def table_route(self, schema: str, table: str) -> int:
+        """The route of every payload of the table (``TableRouted``): each writer task decodes its own tables, no
+        shuffle; a task still gets all of a table's payloads of the batch in commit order, before the DDL."""
+        return table_route(schema, table)
+
     def encode(self, rows: Sequence[RowChange]) -> Iterator[Payload]:
         table = rows[0].table
         yield Payload(table_route(table.schema, table.table), rows[0].physical_table_id, len(rows), pack(rows))
