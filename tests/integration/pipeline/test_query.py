@@ -4,6 +4,7 @@ MySQL sink (a second MariaDB)."""
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from dataclasses import replace
 from pathlib import Path
 from typing import Any
@@ -67,50 +68,71 @@ def expected(db: FreshDatabase, tables: list[str] = TABLES) -> dict[str, Any]:
     return out
 
 
-def test_mixed_workload_with_ddl_replays_exactly(
-    spark: Any, fresh_db: FreshDatabase, puller_thread: PullerThread, tmp_path: Path, capsys: Any
-) -> None:
-    """The storage sink routes by table, so its writer tasks read the relay log themselves: no shuffle."""
-    db = fresh_db
-    db.execute(
-        "CREATE TABLE a (id INT PRIMARY KEY, v VARCHAR(20), d DECIMAL(10,2))",
-        "CREATE TABLE b (id INT PRIMARY KEY, n BIGINT)",
-        "CREATE TABLE c (id INT PRIMARY KEY, s VARCHAR(10))",
-        "CREATE TABLE nopk (id INT, s VARCHAR(10))",
-    )
-    start = puller_thread.caught_up()
-    sink = tmp_path / "sink"
-    uri = f"file://{sink}?protocol=canal-json&worker-count=3"
-    spec = FeedSpec(
-        changefeed="default/cf1",
-        capture_dir=str(puller_thread.data_dir),
-        state_dir=str(tmp_path / "cf1"),
-        sink_uri=uri,
-        config={"filter": {"rules": [f"{db.name}.*"]}},
-        start_ts=start,
-        sink_start_ts=start,
-    )
+TABLE_DDL = (
+    "CREATE TABLE a (id INT PRIMARY KEY, v VARCHAR(20), d DECIMAL(10,2))",
+    "CREATE TABLE b (id INT PRIMARY KEY, n BIGINT)",
+    "CREATE TABLE c (id INT PRIMARY KEY, s VARCHAR(10))",
+    "CREATE TABLE nopk (id INT, s VARCHAR(10))",
+)
+
+
+def spec_for(db: FreshDatabase, puller: PullerThread, tmp_path: Path, uri: str) -> FeedSpec:
+    """A changefeed of ``db``'s tables (created upstream first) into ``uri``, from now."""
+    db.execute(*TABLE_DDL)
+    start = puller.caught_up()
+    return FeedSpec(changefeed="default/cf1", capture_dir=str(puller.data_dir), state_dir=str(tmp_path / "cf1"),
+                    sink_uri=uri, config={"filter": {"rules": [f"{db.name}.*"]}}, start_ts=start,
+                    sink_start_ts=start)  # fmt: skip
+
+
+def run_workload(
+    spark: Any, spec: FeedSpec, db: FreshDatabase, puller: PullerThread, capsys: Any,
+    checkpoint: Callable[[], int | None] | None = None,
+) -> tuple[str, list[int], int]:  # fmt: skip
+    """Runs ``workload`` through the query of ``spec`` until ``checkpoint()`` (default: the runner's progress file)
+    passes it. Returns the query's physical plan, every checkpoint seen in order, and the workload's end."""
+
+    def progress() -> int | None:
+        found = read_progress(Path(spec.state_dir) / "progress.json")
+        return None if found is None else found.checkpoint_ts
+
+    read = checkpoint or progress
     query = start_query(spark, spec, trigger_seconds=0.5)
     seen: list[int] = []
     try:
         workload(db)
-        end = puller_thread.caught_up()
+        end = puller.caught_up()
 
         def checkpoint_reached() -> bool:
             assert query.exception() is None, query.exception()
-            raw = (sink / "metadata").read_bytes() if (sink / "metadata").exists() else None
-            if raw is not None:
-                ts = json.loads(raw)["checkpoint-ts"]
-                if not seen or seen[-1] != ts:
-                    seen.append(ts)
+            ts = read()
+            if ts is not None and (not seen or seen[-1] != ts):
+                seen.append(ts)
             return bool(seen) and seen[-1] >= end
 
         wait_for(checkpoint_reached, 120, "checkpoint to pass the workload")
         capsys.readouterr()
         query.explain()
-        plan = capsys.readouterr().out
+        plan: str = capsys.readouterr().out
     finally:
         query.stop()
+    return plan, seen, end
+
+
+def test_mixed_workload_with_ddl_replays_exactly(
+    spark: Any, fresh_db: FreshDatabase, puller_thread: PullerThread, tmp_path: Path, capsys: Any
+) -> None:
+    """The storage sink routes by table, so its writer tasks read the relay log themselves: no shuffle."""
+    db = fresh_db
+    sink = tmp_path / "sink"
+    uri = f"file://{sink}?protocol=canal-json&worker-count=3"
+    spec = spec_for(db, puller_thread, tmp_path, uri)
+
+    def metadata() -> int | None:
+        raw = (sink / "metadata").read_bytes() if (sink / "metadata").exists() else None
+        return None if raw is None else int(json.loads(raw)["checkpoint-ts"])
+
+    plan, seen, end = run_workload(spark, spec, db, puller_thread, capsys, metadata)
     assert "WriteToDataSourceV2" in plan and "Exchange" not in plan  # reading and writing in one stage
     assert seen == sorted(seen)
     progress = read_progress(Path(spec.state_dir) / "progress.json")
@@ -142,48 +164,14 @@ def test_mysql_sink_without_redo_log_reads_in_its_writer_tasks(
     table created mid-stream, with the checkpoint moving only forward. With a redo log the shuffle stays (its
     barrier: every chunk's log durable before any writer starts)."""
     db = fresh_db
-    tables = (
-        "CREATE TABLE a (id INT PRIMARY KEY, v VARCHAR(20), d DECIMAL(10,2))",
-        "CREATE TABLE b (id INT PRIMARY KEY, n BIGINT)",
-        "CREATE TABLE c (id INT PRIMARY KEY, s VARCHAR(10))",
-        "CREATE TABLE nopk (id INT, s VARCHAR(10))",
-    )
-    db.execute(*tables)
     run_sql(target, f"DROP DATABASE IF EXISTS `{db.name}`", f"CREATE DATABASE `{db.name}`", f"USE `{db.name}`",
-            *tables)  # fmt: skip
-    start = puller_thread.caught_up()
-    uri = f"mysql://{target.user}@{target.host}:{target.port}/?worker-count=3"
-    spec = FeedSpec(
-        changefeed="default/cf-mysql",
-        capture_dir=str(puller_thread.data_dir),
-        state_dir=str(tmp_path / "cf"),
-        sink_uri=uri,
-        config={"filter": {"rules": [f"{db.name}.*"]}},
-        start_ts=start,
-        sink_start_ts=start,
-    )
-    redo = {**spec.config, "consistent": {"level": "eventual", "storage": f"file://{tmp_path / 'redo'}"}}
-    assert not route_aligned(replace(spec, config=redo))
-    query = start_query(spark, spec, trigger_seconds=0.5)
-    seen: list[int] = []
+            *TABLE_DDL)  # fmt: skip
     try:
-        workload(db)
-        end = puller_thread.caught_up()
-
-        def checkpoint_reached() -> bool:
-            assert query.exception() is None, query.exception()
-            progress = read_progress(Path(spec.state_dir) / "progress.json")
-            if progress is not None and (not seen or seen[-1] != progress.checkpoint_ts):
-                seen.append(progress.checkpoint_ts)
-            return bool(seen) and seen[-1] >= end
-
-        wait_for(checkpoint_reached, 120, "checkpoint to pass the workload")
-        capsys.readouterr()
-        query.explain()
-        plan = capsys.readouterr().out
-    finally:
-        query.stop()
-    try:
+        uri = f"mysql://{target.user}@{target.host}:{target.port}/?worker-count=3"
+        spec = spec_for(db, puller_thread, tmp_path, uri)
+        redo = {**spec.config, "consistent": {"level": "eventual", "storage": f"file://{tmp_path / 'redo'}"}}
+        assert not route_aligned(replace(spec, config=redo))
+        plan, seen, _end = run_workload(spark, spec, db, puller_thread, capsys)
         assert "WriteToDataSourceV2" in plan and "Exchange" not in plan  # reading and writing in one stage
         assert seen == sorted(seen)
         for t in TABLES:
@@ -200,39 +188,9 @@ def test_delta_sink_reads_in_its_writer_tasks(
     """The lake sinks route by table: their writer tasks read the relay log themselves (no shuffle), and the Delta
     tables end equal to the upstream through an ADD COLUMN and a table created mid-stream."""
     db = fresh_db
-    db.execute(
-        "CREATE TABLE a (id INT PRIMARY KEY, v VARCHAR(20), d DECIMAL(10,2))",
-        "CREATE TABLE b (id INT PRIMARY KEY, n BIGINT)",
-        "CREATE TABLE c (id INT PRIMARY KEY, s VARCHAR(10))",
-        "CREATE TABLE nopk (id INT, s VARCHAR(10))",
-    )
-    start = puller_thread.caught_up()
     lake = tmp_path / "lake"
-    spec = FeedSpec(
-        changefeed="default/cf-delta",
-        capture_dir=str(puller_thread.data_dir),
-        state_dir=str(tmp_path / "cf"),
-        sink_uri=f"delta://{lake}?flush-interval=500ms",
-        config={"filter": {"rules": [f"{db.name}.*"]}},
-        start_ts=start,
-        sink_start_ts=start,
-    )
-    query = start_query(spark, spec, trigger_seconds=0.5)
-    try:
-        workload(db)
-        end = puller_thread.caught_up()
-
-        def checkpoint_reached() -> bool:
-            assert query.exception() is None, query.exception()
-            progress = read_progress(Path(spec.state_dir) / "progress.json")
-            return progress is not None and progress.checkpoint_ts >= end
-
-        wait_for(checkpoint_reached, 120, "checkpoint to pass the workload")
-        capsys.readouterr()
-        query.explain()
-        plan = capsys.readouterr().out
-    finally:
-        query.stop()
+    spec = spec_for(db, puller_thread, tmp_path, f"delta://{lake}?flush-interval=500ms")
+    plan, _seen, _end = run_workload(spark, spec, db, puller_thread, capsys)
     assert "WriteToDataSourceV2" in plan and "Exchange" not in plan  # reading and writing in one stage
     for t in TABLES:
         got = sorted((tuple(r.values()) for r in read_delta(lake / db.name / t)), key=lambda row: row[0])
