@@ -64,8 +64,8 @@ class SinkEncoder(Protocol):
 
 @runtime_checkable
 class TableRouted(Protocol):
-    """An encoder whose route is a function of the table alone (storage's DML worker bucket), so a writer task can
-    pick its tables before decoding anything of them."""
+    """An encoder whose route is a function of the table alone (storage's DML worker bucket; the MySQL and lake sinks'
+    ``row_payload.table_route``), so a writer task can pick its tables before decoding anything of them."""
 
     def table_route(self, schema: str, table: str) -> int:
         """The route of every payload of ``schema.table``."""
