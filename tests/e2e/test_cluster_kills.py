@@ -15,7 +15,6 @@ sink replays to the upstream's rows, no data file was ever overwritten, no check
 from __future__ import annotations
 
 import logging
-import threading
 import time
 from collections import defaultdict
 from collections.abc import Callable
@@ -45,6 +44,7 @@ from tests.integration.pipeline.server import (
     now_tso,
 )
 from tests.integration.sink.kafka_replay import replay_partitions
+from tests.support import ThreadWatch
 
 pytestmark = [pytest.mark.e2e, pytest.mark.exclusive]  # every failover held to RESUME_BOUND_S
 log = logging.getLogger(__name__)
@@ -68,43 +68,30 @@ class Paced:
         time.sleep(0.08)
 
 
-class Watch:
+class Watch(ThreadWatch):
     """A thread that keeps every sink's checkpoint history and data-file signatures, and every changefeed's
     checkpoint as any live server's Open API answers it."""
 
     def __init__(self, servers: list[SparkServer], sinks: dict[str, str], changefeeds: list[str]) -> None:
+        super().__init__()
         self.servers = servers
         self.checkpoints = {cf: CheckpointWatch(ExternalStorage.from_uri(uri)) for cf, uri in sinks.items()}
         self.files = {cf: FileTracker(ExternalStorage.from_uri(uri)) for cf, uri in sinks.items()}
         self.api: dict[str, list[int]] = {cf: [] for cf in changefeeds}
-        self.error: BaseException | None = None
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, daemon=True)
 
-    def __enter__(self) -> Watch:
-        self._thread.start()
-        return self
-
-    def __exit__(self, *_: object) -> None:
-        self._stop.set()
-        self._thread.join(60)
-
-    def _run(self) -> None:
+    def run(self) -> None:
         rounds = 0
-        try:
-            while not self._stop.wait(0.3):
-                for w in self.checkpoints.values():
-                    w.poll()
-                if rounds % 10 == 0:  # reading every data file back is slow: every 3 s
-                    for f in self.files.values():
-                        f.poll()
-                rounds += 1
-                for cf, seen in self.api.items():
-                    ts = self.api_checkpoint(cf)
-                    if ts and (not seen or seen[-1] != ts):
-                        seen.append(ts)
-        except BaseException as e:
-            self.error = e
+        while not self.stop.wait(0.3):
+            for w in self.checkpoints.values():
+                w.poll()
+            if rounds % 10 == 0:  # reading every data file back is slow: every 3 s
+                for f in self.files.values():
+                    f.poll()
+            rounds += 1
+            for cf, seen in self.api.items():
+                ts = self.api_checkpoint(cf)
+                if ts and (not seen or seen[-1] != ts):
+                    seen.append(ts)
 
     def api_checkpoint(self, cf: str) -> int:
         for s in self.servers:

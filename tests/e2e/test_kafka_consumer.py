@@ -115,6 +115,23 @@ def starts(log: Path) -> int:
     return log.read_text().count("kafka consumer topic=") if log.exists() else 0
 
 
+def run_consumer_until(command: list[str], log: Path, done: Callable[[], bool], *, timeout: float) -> None:
+    """Runs ``command`` (a ``cdc kafka-consumer``) until ``done()`` holds, then stops it as a user would (SIGTERM):
+    it must not have exited before, nor take longer than ``timeout`` seconds, and must end with status 0."""
+    started = starts(log)
+    consumer = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
+                                env=server_env())  # fmt: skip
+    deadline = time.monotonic() + timeout
+    try:
+        while not done():
+            assert consumer.poll() is None and time.monotonic() < deadline, log.read_text()[-2000:]
+            time.sleep(0.2)
+    finally:
+        terminate(consumer, log, started_before=started)
+        _out, err = consumer.communicate(timeout=60)
+    assert consumer.returncode == 0, err
+
+
 def test_kill_9_of_the_consumer_during_apply_loses_and_repeats_nothing(
     fresh_db: FreshDatabase,
     spark_server: SparkServer,
@@ -316,18 +333,7 @@ def test_a_dropped_downstream_stops_it_in_one_line_and_reset_checkpoints_starts_
                "--log-file", str(log), "--quiet"]  # fmt: skip
 
     def until_applied(extra: list[str]) -> None:
-        started = starts(log)
-        consumer = subprocess.Popen([*command, *extra], stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                                    env=server_env())  # fmt: skip
-        deadline = time.monotonic() + 60
-        try:
-            while rows(target) != [(1, "a"), (2, "b")]:
-                assert consumer.poll() is None and time.monotonic() < deadline, log.read_text()[-2000:]
-                time.sleep(0.2)
-        finally:
-            terminate(consumer, log, started_before=started)
-            _out, err = consumer.communicate(timeout=60)
-        assert consumer.returncode == 0, err
+        run_consumer_until([*command, *extra], log, lambda: rows(target) == [(1, "a"), (2, "b")], timeout=60)
 
     until_applied([])
     run_sql(target, f"DROP DATABASE {DB}", *create)
@@ -359,21 +365,9 @@ def test_cdc_kafka_consumer_keeps_a_delta_table_from_apache_kafka(apache_kafka: 
     uri = f"delta://{tmp_path}/delta"
 
     def run_until(done: Callable[[], bool], *extra: str) -> None:
-        started = starts(log)
-        consumer = subprocess.Popen([CDC, "kafka-consumer", "--upstream-uri",
-                                     f"kafka://{apache_kafka.bootstrap}/kc-lake?protocol=simple", "--downstream-uri",
-                                     uri, "--consumer-group-id", "g-lake", "--log-file", str(log), "--quiet", *extra],
-                                    stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True,
-                                    env=server_env())  # fmt: skip
-        deadline = time.monotonic() + 90
-        try:
-            while not done():
-                assert consumer.poll() is None and time.monotonic() < deadline, log.read_text()[-2000:]
-                time.sleep(0.2)
-        finally:
-            terminate(consumer, log, started_before=started)
-            _out, err = consumer.communicate(timeout=60)
-        assert consumer.returncode == 0, err
+        command = [CDC, "kafka-consumer", "--upstream-uri", f"kafka://{apache_kafka.bootstrap}/kc-lake?protocol=simple",
+                   "--downstream-uri", uri, "--consumer-group-id", "g-lake", "--log-file", str(log), "--quiet", *extra]  # fmt: skip
+        run_consumer_until(command, log, done, timeout=90)
 
     tables = open_tables(LakeLocation.from_uri(uri)[0], "g-lake")
     run_until(lambda: tables.applied_ts(DB, "t") == TS + 3)  # the last watermark's commit-ts
@@ -391,3 +385,4 @@ def test_cdc_kafka_consumer_keeps_a_delta_table_from_apache_kafka(apache_kafka: 
     run_until(read_again, "--reset-checkpoints")
     assert DeltaTable(table).version() == version
     assert sorted(tuple(r.values()) for r in read_as_of(uri, f"{DB}.t", TS + 3).to_pylist()) == [(1, "a"), (2, "b")]
+
