@@ -365,8 +365,9 @@ def test_cdc_kafka_consumer_keeps_a_delta_table_from_apache_kafka(apache_kafka: 
     uri = f"delta://{tmp_path}/delta"
 
     def run_until(done: Callable[[], bool], *extra: str) -> None:
-        command = [CDC, "kafka-consumer", "--upstream-uri", f"kafka://{apache_kafka.bootstrap}/kc-lake?protocol=simple",
-                   "--downstream-uri", uri, "--consumer-group-id", "g-lake", "--log-file", str(log), "--quiet", *extra]  # fmt: skip
+        upstream = f"kafka://{apache_kafka.bootstrap}/kc-lake?protocol=simple"
+        command = [CDC, "kafka-consumer", "--upstream-uri", upstream, "--downstream-uri", uri,
+                   "--consumer-group-id", "g-lake", "--log-file", str(log), "--quiet", *extra]  # fmt: skip
         run_consumer_until(command, log, done, timeout=90)
 
     tables = open_tables(LakeLocation.from_uri(uri)[0], "g-lake")
