@@ -102,7 +102,7 @@ class IcebergTables:
 
     def applied_ts(self, schema: str, table: str) -> int:
         t = self._load(schema, table, fresh=True)
-        return 0 if t is None else _applied(t)
+        return 0 if t is None else table_applied_ts(t)
 
     def ensure(self, info: TableInfo, ts: int | None = None, add_columns: bool = True) -> Any:
         """Creates the table, or adds the columns it lacks unless not ``add_columns`` (an Iceberg schema update: no
@@ -150,7 +150,7 @@ class IcebergTables:
     def fill(self, info: TableInfo, values: dict[str, Any], ts: int) -> None:
         """pyiceberg has no UPDATE: the table is rewritten whole in one overwrite (ADD COLUMN is rare)."""
         t = self.ensure(info)
-        if _applied(t) >= ts:
+        if table_applied_ts(t) >= ts:
             return
         data = t.scan().to_arrow()
         for name, v in values.items():
@@ -171,7 +171,7 @@ class IcebergTables:
         if t is None:
             self.ensure(info)
             return
-        if max(_applied(t), int(t.properties.get(SCHEMA_TS, 0))) < ts:
+        if max(table_applied_ts(t), int(t.properties.get(SCHEMA_TS, 0))) < ts:
             with t.transaction() as tx:
                 with tx.update_schema() as update:
                     for name in change.dropped:
@@ -200,7 +200,7 @@ class IcebergTables:
             source = old.schema() if old is not None else lake_schema(post)
             new = self.catalog.create_table_if_not_exists((post.schema, post.table), source)
             self._loaded[(post.schema, post.table)] = new
-        if _applied(new) < ts:
+        if table_applied_ts(new) < ts:
             data = old.scan().to_arrow() if old is not None else lake_schema(post).empty_table()
             with warnings.catch_warnings(), new.transaction() as tx:
                 warnings.filterwarnings("ignore", "Delete operation did not match any records")  # a new table
@@ -216,7 +216,7 @@ class IcebergTables:
         from pyiceberg.expressions import AlwaysTrue
 
         t = self.ensure(info)
-        if _applied(t) < ts:
+        if table_applied_ts(t) < ts:
             t.delete(AlwaysTrue(), snapshot_properties={COMMIT_TS: str(ts)})
 
     def drop(self, schema: str, table: str, ts: int) -> None:
@@ -224,7 +224,7 @@ class IcebergTables:
         from pyiceberg.expressions import AlwaysTrue
 
         t = self._load(schema, table)
-        if t is not None and _applied(t) < ts:
+        if t is not None and table_applied_ts(t) < ts:
             t.delete(AlwaysTrue(), snapshot_properties={COMMIT_TS: str(ts)})
 
 
@@ -239,7 +239,7 @@ def _iceberg_type(typ: pa.DataType) -> Any:
     return types.DecimalType(typ.precision, typ.scale)
 
 
-def _applied(t: Any) -> int:
+def table_applied_ts(t: Any) -> int:
     """The commit-ts of the newest snapshot that records one (walking back over snapshots of other writers)."""
     snap = t.current_snapshot()
     while snap is not None:

@@ -67,7 +67,7 @@ def _iceberg(where: LakeLocation, schema: str, table: str, retain: datetime.time
 
     from pyiceberg.exceptions import NoSuchTableError
 
-    from sparkcdc.lake.iceberg import COMMIT_TS, _applied, catalog
+    from sparkcdc.lake.iceberg import COMMIT_TS, catalog, table_applied_ts
 
     try:
         t = catalog(where).load_table((schema, table))
@@ -75,7 +75,7 @@ def _iceberg(where: LakeLocation, schema: str, table: str, retain: datetime.time
         raise ConfigError(f"{schema}.{table}: no Iceberg table in {where}") from e
     before = _data_files(t)
     if before > 1:
-        props = {MAINTENANCE: "compact", COMMIT_TS: str(_applied(t))}
+        props = {MAINTENANCE: "compact", COMMIT_TS: str(table_applied_ts(t))}
         with warnings.catch_warnings():
             warnings.filterwarnings("ignore", "Delete operation did not match any records")
             t.overwrite(t.scan().to_arrow(), snapshot_properties=props)
