@@ -34,7 +34,7 @@ from sparkcdc.storage.layout import (
     SchemaFilePath,
     parse_path,
 )
-from sparkcdc.storage.metadata import decode_checkpoint
+from sparkcdc.storage.metadata import read_checkpoint
 from sparkcdc.storage.schema_file import TableDefinition
 
 log = logging.getLogger(__name__)
@@ -152,14 +152,6 @@ class Snapshot:
         """Every schema file with a DDL query, in version order (database-level ones included)."""
         out = [e for by_v in self.schemas.values() for e in by_v.values() if e.has_ddl]
         return sorted(out, key=lambda e: (e.version, e.definition.schema, e.definition.table))
-
-
-def read_checkpoint(storage: ExternalStorage) -> int | None:
-    """The ``metadata`` checkpoint-ts, or None when there is no metadata file yet."""
-    data = storage.read("metadata")
-    if data is None:
-        return None
-    return decode_checkpoint(data, source=storage.uri.masked() + "/metadata")
 
 
 def _parse(path: str, cfg: ReaderConfig) -> DataFilePath | SchemaFilePath | IndexFilePath | MetadataPath | None:

@@ -161,7 +161,7 @@ class TicdcStreamReader(DataSourceStreamReader):
         return {"checkpoint_ts": self.src.start_ts}
 
     def latestOffset(self, start: dict[str, int] | None = None, limit: Any = None) -> dict[str, int]:
-        from sparkcdc.consumer.storage_reader import read_checkpoint
+        from sparkcdc.storage.metadata import read_checkpoint
 
         c = read_checkpoint(self.src.storage) or 0
         floor = int(start["checkpoint_ts"]) if start else self.src.start_ts

@@ -10,9 +10,10 @@ import pytest
 from sparkcdc.codec.base import file_decoder
 from sparkcdc.errors import StorageError
 from sparkcdc.model import TableInfo
-from sparkcdc.sink.storage.layout_writer import StorageWriter, read_checkpoint, write_checkpoint
+from sparkcdc.sink.storage.layout_writer import StorageWriter
 from sparkcdc.storage.external import ExternalStorage, RetryPolicy
 from sparkcdc.storage.layout import DataFilePath, IndexFilePath, MetadataPath, SchemaFilePath, parse_path
+from sparkcdc.storage.metadata import read_checkpoint, write_checkpoint
 from sparkcdc.storage.schema_file import TableDefinition
 from sparkcdc.storage.sink_config import StorageSinkConfig
 from tests.fixtures.object_stores import FlakyFilesystem, SimulatedCrash, add_params, backend_uri

@@ -10,9 +10,10 @@ from typing import Any
 import pytest
 
 from sparkcdc.model import DDLAction, DDLEvent, RowChange, RowOp
-from sparkcdc.sink.storage.layout_writer import StorageWriter, commit_index_files, read_checkpoint, write_checkpoint
+from sparkcdc.sink.storage.layout_writer import StorageWriter, commit_index_files
 from sparkcdc.storage.external import ExternalStorage
 from sparkcdc.storage.layout import SchemaFilePath, parse_path
+from sparkcdc.storage.metadata import read_checkpoint, write_checkpoint
 from sparkcdc.storage.schema_file import TableDefinition
 from sparkcdc.storage.schema_store import write_ddl_schema
 from sparkcdc.storage.sink_config import StorageSinkConfig

@@ -12,8 +12,9 @@ from collections.abc import Callable, Sequence
 from typing import Any
 
 from sparkcdc.model import DDLEvent, TableInfo
-from sparkcdc.sink.storage.layout_writer import commit_index_files, write_checkpoint
+from sparkcdc.sink.storage.layout_writer import commit_index_files
 from sparkcdc.storage.external import ExternalStorage
+from sparkcdc.storage.metadata import write_checkpoint
 from sparkcdc.storage.schema_store import write_ddl_schema
 from sparkcdc.storage.sink_config import StorageSinkConfig
 

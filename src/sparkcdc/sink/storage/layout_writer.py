@@ -30,8 +30,6 @@ from sparkcdc.model import RowChange, RowOp, TableInfo
 from sparkcdc.model.events import split_key_updates
 from sparkcdc.storage.external import ExternalStorage
 from sparkcdc.storage.layout import TableDir, date_string, index_file_content, parse_index_file
-from sparkcdc.storage.metadata import PATH as METADATA_PATH
-from sparkcdc.storage.metadata import decode_checkpoint, encode_checkpoint
 from sparkcdc.storage.schema_file import TableDefinition
 from sparkcdc.storage.schema_store import check_or_write_schema
 from sparkcdc.storage.sink_config import StorageSinkConfig
@@ -335,20 +333,6 @@ def commit_index_files(storage: ExternalStorage, data_files: Iterable[DataFileDe
     for index_path, d in newest.items():
         storage.write(index_path, d.index_content)
     return tuple(newest)
-
-
-def write_checkpoint(storage: ExternalStorage, checkpoint_ts: int) -> None:
-    """Write ``<root>/metadata`` atomically. Call it only after every file up to ``checkpoint_ts`` is durable.
-
-    Raises ConfigError (not a uint64), StorageError.
-    """
-    storage.write(METADATA_PATH, encode_checkpoint(checkpoint_ts))
-
-
-def read_checkpoint(storage: ExternalStorage) -> int | None:
-    """The checkpoint ts in ``<root>/metadata``, None when absent. Raises CorruptDataError, StorageError."""
-    data = storage.read(METADATA_PATH)
-    return None if data is None else decode_checkpoint(data, source=f"{storage.uri.masked()}/{METADATA_PATH}")
 
 
 def dispatch_worker(schema: str, table: str, worker_count: int) -> int:
