@@ -97,8 +97,6 @@ class ExternalStorage:
     # -- operations
     def write(self, path: str, data: bytes) -> None:
         """Write ``data`` to ``path`` atomically (replacing an existing file)."""
-        if self.uri.scheme == "noop":
-            return
         full = self.full_path(path)
         if self.is_local:
             self._retry("write", path, lambda: self._write_local(full, data))
@@ -123,8 +121,6 @@ class ExternalStorage:
 
     def read(self, path: str) -> bytes | None:
         """The file's bytes, or None when it does not exist."""
-        if self.uri.scheme == "noop":
-            return None
         full = self.full_path(path)
 
         def op() -> bytes | None:
@@ -139,8 +135,6 @@ class ExternalStorage:
     def size(self, path: str) -> int | None:
         """Size in bytes, or None when the file does not exist. Unlike ``fs.exists`` this never turns a
         transient error into "missing" (which could make a writer overwrite a file)."""
-        if self.uri.scheme == "noop":
-            return None
         full = self.full_path(path)
 
         def op() -> int | None:
@@ -159,8 +153,6 @@ class ExternalStorage:
 
     def list(self, prefix: str = "") -> list[str]:
         """Every file under directory ``prefix`` (recursively), as sorted paths relative to the root."""
-        if self.uri.scheme == "noop":
-            return []
         full = self.full_path(prefix.strip("/"))
         root = self.full_path("")
         fs = self.filesystem
@@ -183,8 +175,6 @@ class ExternalStorage:
 
     def delete(self, path: str) -> None:
         """Delete a file; a missing file is not an error."""
-        if self.uri.scheme == "noop":
-            return
         full = self.full_path(path)
 
         def op() -> None:
@@ -263,65 +253,108 @@ def classify_permanent(e: BaseException) -> str:
 
 
 def _build_filesystem(uri: SinkURI) -> Any:
-    """The fsspec filesystem for a URI; backends are imported here so importing this module stays cheap."""
-    p = dict(uri.params)
-    if uri.scheme == "file":
-        from fsspec.implementations.local import LocalFileSystem
+    """The fsspec filesystem for a URI's scheme (``_FILESYSTEMS``)."""
+    build = _FILESYSTEMS.get(uri.scheme)
+    if build is None:
+        raise StorageError(f"scheme {uri.scheme!r} has no filesystem")
+    return build(dict(uri.params))
 
-        return LocalFileSystem(auto_mkdir=True)
-    if uri.scheme == "s3":
-        import s3fs
 
-        extra: dict[str, str] = {}
-        for key, arg in (("storage-class", "StorageClass"), ("sse", "ServerSideEncryption"),
-                         ("sse-kms-key-id", "SSEKMSKeyId"), ("acl", "ACL")):  # fmt: skip
-            if p.get(key):
-                extra[arg] = p[key]
-        path_style = p.get("force-path-style", "true").lower() in ("1", "t", "true")
-        client_kwargs: dict[str, Any] = {}
-        if p.get("region"):
-            client_kwargs["region_name"] = p["region"]
-        return s3fs.S3FileSystem(
-            key=p.get("access-key") or None,
-            secret=p.get("secret-access-key") or None,
-            token=p.get("session-token") or None,
-            endpoint_url=p.get("endpoint") or None,
-            client_kwargs=client_kwargs,
-            config_kwargs={"s3": {"addressing_style": "path" if path_style else "auto"}},
-            s3_additional_kwargs=extra or None,
-            use_listings_cache=False,
-        )
-    if uri.scheme == "gcs":
-        # gcsfs.core.GCSFileSystem, not the package default ExtendedGcsFileSystem, which probes a gRPC control
-        # API per bucket (60 s stall against emulators; see shared/ENVIRONMENT.md §6).
-        from gcsfs.core import GCSFileSystem
+# Backends are imported by their builder so that importing this module stays cheap.
+def _local(p: dict[str, str]) -> Any:
+    from fsspec.implementations.local import LocalFileSystem
 
-        token: Any = p.get("credentials-file") or ("anon" if p.get("endpoint") else None)
-        return GCSFileSystem(
-            token=token,
-            endpoint_url=p.get("endpoint") or None,
-            # the project only matters for listing or creating buckets, which the sink never does
-            project=p.get("project") or os.environ.get("GOOGLE_CLOUD_PROJECT") or "default",
-            use_listings_cache=False,
-        )
-    if uri.scheme == "azure":
-        import adlfs
+    return LocalFileSystem(auto_mkdir=True)
 
-        account = p.get("account-name") or os.environ.get("AZURE_STORAGE_ACCOUNT", "")
-        endpoint = p.get("endpoint")
-        if endpoint:
-            conn = f"BlobEndpoint={endpoint.rstrip('/')};"
-            if account:
-                conn = f"AccountName={account};" + conn
-            if p.get("account-key"):
-                conn += f"AccountKey={p['account-key']};"
-            if p.get("sas-token"):
-                conn += f"SharedAccessSignature={p['sas-token'].lstrip('?')};"
-            return adlfs.AzureBlobFileSystem(connection_string=conn, use_listings_cache=False)
-        return adlfs.AzureBlobFileSystem(
-            account_name=account or None,
-            account_key=p.get("account-key") or None,
-            sas_token=p.get("sas-token") or None,
-            use_listings_cache=False,
-        )
-    raise StorageError(f"scheme {uri.scheme!r} has no filesystem")
+
+def _noop(p: dict[str, str]) -> Any:
+    return _NoopFileSystem()
+
+
+def _s3(p: dict[str, str]) -> Any:
+    import s3fs
+
+    extra: dict[str, str] = {}
+    for key, arg in (("storage-class", "StorageClass"), ("sse", "ServerSideEncryption"),
+                     ("sse-kms-key-id", "SSEKMSKeyId"), ("acl", "ACL")):  # fmt: skip
+        if p.get(key):
+            extra[arg] = p[key]
+    path_style = p.get("force-path-style", "true").lower() in ("1", "t", "true")
+    client_kwargs: dict[str, Any] = {}
+    if p.get("region"):
+        client_kwargs["region_name"] = p["region"]
+    return s3fs.S3FileSystem(
+        key=p.get("access-key") or None,
+        secret=p.get("secret-access-key") or None,
+        token=p.get("session-token") or None,
+        endpoint_url=p.get("endpoint") or None,
+        client_kwargs=client_kwargs,
+        config_kwargs={"s3": {"addressing_style": "path" if path_style else "auto"}},
+        s3_additional_kwargs=extra or None,
+        use_listings_cache=False,
+    )
+
+
+def _gcs(p: dict[str, str]) -> Any:
+    # gcsfs.core.GCSFileSystem, not the package default ExtendedGcsFileSystem, which probes a gRPC control
+    # API per bucket (60 s stall against emulators; see shared/ENVIRONMENT.md §6).
+    from gcsfs.core import GCSFileSystem
+
+    token: Any = p.get("credentials-file") or ("anon" if p.get("endpoint") else None)
+    return GCSFileSystem(
+        token=token,
+        endpoint_url=p.get("endpoint") or None,
+        # the project only matters for listing or creating buckets, which the sink never does
+        project=p.get("project") or os.environ.get("GOOGLE_CLOUD_PROJECT") or "default",
+        use_listings_cache=False,
+    )
+
+
+def _azure(p: dict[str, str]) -> Any:
+    import adlfs
+
+    account = p.get("account-name") or os.environ.get("AZURE_STORAGE_ACCOUNT", "")
+    endpoint = p.get("endpoint")
+    if endpoint:
+        conn = f"BlobEndpoint={endpoint.rstrip('/')};"
+        if account:
+            conn = f"AccountName={account};" + conn
+        if p.get("account-key"):
+            conn += f"AccountKey={p['account-key']};"
+        if p.get("sas-token"):
+            conn += f"SharedAccessSignature={p['sas-token'].lstrip('?')};"
+        return adlfs.AzureBlobFileSystem(connection_string=conn, use_listings_cache=False)
+    return adlfs.AzureBlobFileSystem(
+        account_name=account or None,
+        account_key=p.get("account-key") or None,
+        sas_token=p.get("sas-token") or None,
+        use_listings_cache=False,
+    )
+
+
+class _NoopFileSystem:
+    """TiCDC's ``noop``/``blackhole`` storage: writes are dropped and nothing is ever found. Only the fsspec calls
+    ``ExternalStorage`` makes."""
+
+    def pipe_file(self, path: str, data: bytes) -> None:
+        return None
+
+    def cat_file(self, path: str) -> bytes:
+        raise FileNotFoundError(path)
+
+    def info(self, path: str) -> dict[str, Any]:
+        raise FileNotFoundError(path)
+
+    def find(self, path: str, detail: bool = False) -> list[str]:
+        return []
+
+    def rm_file(self, path: str) -> None:
+        return None
+
+    def invalidate_cache(self) -> None:
+        return None
+
+
+_FILESYSTEMS: dict[str, Callable[[dict[str, str]], Any]] = {
+    "file": _local, "noop": _noop, "s3": _s3, "gcs": _gcs, "azure": _azure,
+}  # fmt: skip
