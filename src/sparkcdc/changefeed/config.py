@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import math
 import tomllib
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from types import MappingProxyType
@@ -29,7 +29,9 @@ from sparkcdc.changefeed.consistent import ConsistentConfig
 from sparkcdc.changefeed.snapshot import SnapshotConfig
 from sparkcdc.errors import ConfigError
 from sparkcdc.filter.event_filter import EventFilter, EventFilterRule
+from sparkcdc.filter.system_schemas import is_system_schema
 from sparkcdc.filter.table_filter import TableFilter
+from sparkcdc.model.table import TableInfo
 from sparkcdc.storage import duration as go_duration
 
 ERR_REPLICA_CONFIG = "CDC:ErrInvalidReplicaConfig"
@@ -378,6 +380,13 @@ class ReplicaConfig:
 
     def event_filter(self) -> EventFilter:
         return EventFilter(self.filter.event_filters)
+
+    def replicated(self, tables: Iterable[TableInfo]) -> list[TableInfo]:
+        """The tables of ``tables`` whose rows this changefeed replicates: matched by the filter rules, outside the
+        system schemas, and with a handle key unless ``force-replicate`` (TiCDC's eligible tables)."""
+        wanted = self.table_filter()
+        return [t for t in tables if not is_system_schema(t.schema) and wanted.match_table(t.schema, t.table)
+                and (t.is_eligible or self.force_replicate)]  # fmt: skip
 
     def with_sink(self, sink: Mapping[str, Any]) -> ReplicaConfig:
         return _replace(self, sink=_freeze(sink))

@@ -18,23 +18,16 @@ from typing import Any
 
 import pyarrow as pa  # type: ignore[import-untyped]
 
-from sparkcdc.errors import SparkcdcError
+from sparkcdc.lake.errors import LakeDDLError
 from sparkcdc.lake.evolution import plan
+from sparkcdc.lake.keyless import change_log_clash
 from sparkcdc.lake.target import LakeTables
 from sparkcdc.lake.types import added_value, arrow_schema
 from sparkcdc.model import DDLEvent, TableInfo
 from sparkcdc.model.ddl_action import DDLAction
 from sparkcdc.model.table import ColumnInfo
 
-ERR_LAKE_DDL = "CDC:ErrLakeDDLUnsupported"
 _IGNORED = frozenset({DDLAction.CREATE_SCHEMA, DDLAction.DROP_SCHEMA, DDLAction.CREATE_VIEW, DDLAction.DROP_VIEW})
-
-
-class LakeDDLError(SparkcdcError):
-    """A DDL the lake table cannot follow: the changefeed fails (a retry would meet it again)."""
-
-    default_code = ERR_LAKE_DDL
-    default_retryable = False
 
 
 def apply_ddl(tables: LakeTables, ddl: DDLEvent) -> None:
@@ -47,6 +40,9 @@ def apply_ddl(tables: LakeTables, ddl: DDLEvent) -> None:
     info = ddl.table_info
     if info is None:
         raise refuse(ddl, "it carries no table definition")
+    clash = change_log_clash(info)
+    if clash is not None:
+        raise refuse(ddl, clash)
     if ddl.action is DDLAction.TRUNCATE_TABLE:
         tables.truncate(info, ddl.commit_ts)
         return

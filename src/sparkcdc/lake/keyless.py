@@ -7,6 +7,10 @@ TiCDC's ``_tidb_*`` extension columns). ``_tidb_op`` is ``I`` for an INSERT (its
 old-value split). So the upstream table is the multiset of ``I`` and ``U`` rows less the ``D`` rows, and
 ``_tidb_commit_ts`` orders the changes. Exactly once as the keyed path: each append records the largest commit-ts it
 holds, and a replayed batch appends only rows above what the table records. Pure: no I/O, no table format.
+
+A key-less table with a column of its own named ``_tidb_op`` or ``_tidb_commit_ts`` (in any case: MySQL's and
+Delta's column names are case-insensitive) cannot be kept so: it is refused (:func:`change_log_clash`) at
+changefeed create, at the DDL that makes it and before any lake table is made for it.
 """
 
 from __future__ import annotations
@@ -17,7 +21,9 @@ from typing import Any
 
 import pyarrow as pa  # type: ignore[import-untyped]
 
+from sparkcdc.errors import SparkcdcError
 from sparkcdc.lake.changes import NetChange, net_change
+from sparkcdc.lake.errors import ERR_LAKE_DDL, LakeDDLError
 from sparkcdc.lake.types import arrow_schema, to_arrow
 from sparkcdc.model import RowChange, RowOp, TableInfo
 
@@ -38,11 +44,35 @@ class ChangeLog:
         return not self.rows
 
 
+def change_log_clash(info: TableInfo) -> str | None:
+    """Why ``info`` cannot be kept as a change log (a column of its own has a change-log column's name), for an
+    error line; None when it can, or has a key."""
+    if info.handle_key_positions:
+        return None
+    for c in info.columns:
+        if c.name.lower() in (OP_COLUMN, COMMIT_TS_COLUMN):
+            return (f"the table has no key, so its lake table is a change log that adds a column {c.name.lower()!r}, "
+                    f"and the table has a column {c.name!r} of its own; rename that column upstream")  # fmt: skip
+    return None
+
+
 def lake_schema(info: TableInfo) -> pa.Schema:
     """The lake table's schema: :func:`~sparkcdc.lake.types.arrow_schema`, with the change-log columns for a table
-    without a key."""
+    without a key. Raises LakeDDLError when a column of the table has a change-log column's name."""
     schema = arrow_schema(info)
-    return schema if info.handle_key_positions else pa.schema([*schema, *EXTENSION])
+    if info.handle_key_positions:
+        return schema
+    check_change_log(info)
+    return pa.schema([*schema, *EXTENSION])
+
+
+def check_change_log(info: TableInfo, error: type[SparkcdcError] = LakeDDLError) -> None:
+    """Raises ``error`` (code ``CDC:ErrLakeDDLUnsupported``; a ConfigError at changefeed create) naming the table
+    and the column when a column of the table has a change-log column's name."""
+    clash = change_log_clash(info)
+    if clash is not None:
+        raise error(f"{info.qualified_name}: {clash}, or exclude the table from the changefeed ([filter] rules)",
+                    code=ERR_LAKE_DDL)  # fmt: skip
 
 
 def change_log(rows: Iterable[RowChange], after_ts: int = 0) -> ChangeLog:

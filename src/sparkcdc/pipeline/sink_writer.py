@@ -183,9 +183,9 @@ def _start_run(spec: FeedSpec, committer: Any) -> None:
     def tables() -> list[Any]:
         from sparkcdc.capture.schema_history import SchemaHistory
 
-        table_filter = spec.replica_config().table_filter()
-        return [t for t in SchemaHistory.load(spec.capture_dir).tables_at(spec.start_ts)
-                if table_filter.match_table(t.schema, t.table)]  # fmt: skip
+        replicated: list[Any] = spec.replica_config().replicated(
+            SchemaHistory.load(spec.capture_dir).tables_at(spec.start_ts))
+        return replicated
 
     committer.start(tables)
     try:

@@ -75,10 +75,7 @@ def make_plan(spec: FeedSpec) -> snapshot_state.SnapshotPlan:
     from sparkcdc.errors import UpstreamError
 
     replica = spec.replica_config()
-    table_filter = replica.table_filter()
-    wanted = [t for t in SchemaHistory.load(spec.capture_dir).tables_at(spec.start_ts)
-              if table_filter.match_table(t.schema, t.table)]  # fmt: skip
-    tables = [t for t in wanted if t.is_eligible or replica.force_replicate]
+    tables = replica.replicated(SchemaHistory.load(spec.capture_dir).tables_at(spec.start_ts))
     tables.sort(key=lambda t: (t.schema, t.table))
     chunk_size = replica.snapshot.chunk_size
     chunks: list[Chunk] = []

@@ -23,7 +23,7 @@ from __future__ import annotations
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
 
 from sparkcdc import __version__
@@ -45,6 +45,7 @@ from sparkcdc.changefeed.snapshot import SnapshotProgress
 from sparkcdc.errors import ConfigError, SparkcdcError
 from sparkcdc.filter import is_system_schema
 from sparkcdc.masking import mask_uri, unmask_config
+from sparkcdc.model.table import TableInfo
 from sparkcdc.redo import meta as redo_meta
 from sparkcdc.server.catchup import CatchUpLog
 from sparkcdc.server.gc import GcPolicy, gc_ttl_exceeded, safepoint, stopped_since
@@ -232,7 +233,8 @@ class ChangefeedManager:
                 )
             config.validate()
             self._verify_filters(config, start_ts)
-            check_sink(req.sink_uri, config.to_toml())  # last: it may connect to the downstream
+            tables = self._replicated(config, start_ts)
+            check_sink(req.sink_uri, config.to_toml(), tables)  # last: it may connect to the downstream
             config = config.with_uri_protocol(req.sink_uri)
             info = ChangefeedInfo(
                 id=cf_id,
@@ -329,7 +331,8 @@ class ChangefeedManager:
                 new = new.with_changes(config=ReplicaConfig.from_toml(doc) if doc != sent else config)
             new.config.validate()
             self._verify_filters(new.config, status.checkpoint_ts)
-            check_sink(new.sink_uri, new.config.to_toml())  # last: it may connect to the downstream
+            tables = self._replicated(new.config, status.checkpoint_ts)
+            check_sink(new.sink_uri, new.config.to_toml(), tables)  # last: it may connect to the downstream
             new = new.with_changes(config=new.config.with_uri_protocol(new.sink_uri))
             self.store.put_info(new)
             log.info("updated changefeed=%s", changefeed_id)
@@ -348,6 +351,11 @@ class ChangefeedManager:
         event_filter.verify(
             t for t in tables if not is_system_schema(t.schema) and wanted.match_table(t.schema, t.table)
         )
+
+    def _replicated(self, config: ReplicaConfig, ts: int) -> Callable[[], Sequence[TableInfo]]:
+        """The tables ``config`` replicates at ``ts``, read when the sink's check asks (none when the runner holds no
+        schema: the changefeed then fails on the first row the sink cannot take instead)."""
+        return lambda: config.replicated(self.runner.upstream_tables(ts) or ())
 
     def remove(self, namespace: str, changefeed_id: str) -> bool:
         """Stop and delete; False when it did not exist (TiCDC answers success then, too)."""

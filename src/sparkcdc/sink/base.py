@@ -127,10 +127,11 @@ class Sink(Protocol):
 
     def config(self, uri: str, toml: Mapping[str, Any]) -> SinkConfig: ...
 
-    def check(self, config: Any) -> None:
+    def check(self, config: Any, tables: Callable[[], Sequence[TableInfo]]) -> None:
         """Control plane, at changefeed create and update: what can be checked of the downstream before running
-        (the MySQL sink connects, as TiCDC does). Raises ConfigError saying what to fix; most sinks check nothing
-        more than their config."""
+        (the MySQL sink connects, as TiCDC does), and of ``tables()``, the tables the changefeed replicates from its
+        start as far as the server knows them (a lake sink refuses a definition it cannot keep). Raises ConfigError
+        saying what to fix; most sinks check nothing more than their config."""
         ...
 
     def encoder(self, config: Any, ctx: SinkContext) -> SinkEncoder: ...
@@ -184,10 +185,12 @@ def sink_for(uri: str) -> Sink:
     return sink
 
 
-def check_sink(uri: str, toml: Mapping[str, Any] | None = None) -> SinkConfig:
-    """:func:`sink_config`, then the sink's own check of its downstream (changefeed create and update)."""
+def check_sink(uri: str, toml: Mapping[str, Any] | None = None,
+               tables: Callable[[], Sequence[TableInfo]] = tuple) -> SinkConfig:  # fmt: skip
+    """:func:`sink_config`, then the sink's own check of its downstream and of ``tables()`` (changefeed create and
+    update: the tables the changefeed replicates from its start; none by default)."""
     config = sink_config(uri, toml)
-    sink_for(uri).check(config)
+    sink_for(uri).check(config, tables)
     return config
 
 

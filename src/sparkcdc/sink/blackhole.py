@@ -53,7 +53,7 @@ class _BlackholeSink:
             raise ConfigError(f"blackhole sink takes no parameter {unknown[0]!r}", code=ERR_SINK_URI_INVALID)
         return BlackholeConfig()
 
-    def check(self, config: BlackholeConfig) -> None:
+    def check(self, config: BlackholeConfig, tables: Callable[[], Sequence[TableInfo]]) -> None:
         return None
 
     def encoder(self, config: BlackholeConfig, ctx: SinkContext) -> _Encoder:

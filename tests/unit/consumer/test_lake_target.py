@@ -19,7 +19,7 @@ from sparkcdc.consumer.target import TargetOptions
 from sparkcdc.consumer.target import open_target as open_any_target
 from sparkcdc.errors import ConfigError, SparkcdcError
 from sparkcdc.lake.changes import NetChange
-from sparkcdc.lake.ddl import LakeDDLError
+from sparkcdc.lake.errors import LakeDDLError
 from sparkcdc.lake.keyless import ChangeLog
 from sparkcdc.lake.location import LakeLocation
 from sparkcdc.model import DDLAction, RowChange, RowOp, TableInfo
@@ -199,6 +199,27 @@ def test_rename_whose_old_name_is_unknown_is_refused_naming_the_schema_file(tmp_
     with pytest.raises(LakeDDLError, match=r"^db/u/meta/schema_30_1.json: DDL 'RENAME TABLE a TO b' .*before the"):
         target.apply(step)
     assert target.ddl_version("db", "u") == 0
+
+
+def test_a_keyless_table_with_a_change_log_column_name_is_refused_in_one_line(tmp_path: Path) -> None:
+    """The lake sinks' refusal (:func:`sparkcdc.lake.keyless.change_log_clash`) reaches the consumers: at the DDL,
+    naming the schema file and the DDL (nothing recorded); for rows of a table no DDL announced (a Kafka topic read
+    from its middle), naming the table, before a lake table is made."""
+    clash = table(ColumnInfo("v", "varchar"), ColumnInfo("_tidb_op", "varchar"), name="k")
+    target, lake = _target(tmp_path)
+    step = DdlStep("db", "k", "CREATE TABLE k (v TEXT, _tidb_op TEXT)", DDLAction.CREATE_TABLE, 30,
+                   source="db/k/meta/schema_30_1.json", definitions=lambda: (None, clash))  # fmt: skip
+    with pytest.raises(LakeDDLError, match=r"^db/k/meta/schema_30_1.json: DDL 'CREATE TABLE k .*' on db.k at commit-ts "
+                       r"30: the table has no key, so .* a column '_tidb_op' of its own; rename") as e:  # fmt: skip
+        target.apply(step)
+    assert "\n" not in str(e.value) and e.value.code == "CDC:ErrLakeDDLUnsupported"
+    assert target.ddl_version("db", "k") == 0 and lake.rows == {}
+    real = LakeTarget(LakeLocation("delta", str(tmp_path / "real")), TargetOptions(consumer="c1"))
+    rows = RowsStep({("db", "k", 0): [Batch([RowChange(10, clash, RowOp.INSERT, None, ("a", "b"))],
+                                            Checkpoint("db", "k", 0, 1, "", 1, 0, 10))]}, upto=10)  # fmt: skip
+    with pytest.raises(LakeDDLError, match=r"^db\.k: the table has no key, .*'_tidb_op' of its own; rename"):
+        real.apply(rows)
+    assert real.tables.applied_ts("db", "k") == 0 and real.checkpoints == {}
 
 
 def test_positions_past_a_lost_table_are_refused_at_start(tmp_path: Path) -> None:

@@ -10,7 +10,8 @@ import pyarrow as pa
 import pytest
 
 from sparkcdc.lake.as_of import read_as_of
-from sparkcdc.lake.ddl import LakeDDLError, apply_ddl
+from sparkcdc.lake.ddl import apply_ddl
+from sparkcdc.lake.errors import LakeDDLError
 from sparkcdc.lake.evolution import SchemaChange, plan
 from sparkcdc.lake.keyless import COMMIT_TS_COLUMN, OP_COLUMN
 from sparkcdc.model import DDLEvent, RowChange, RowOp, TableInfo
@@ -181,6 +182,47 @@ def test_a_keyless_table_follows_column_ddl(uri: str) -> None:
     apply(t, [ins(30, 2, "y", t=post)])
     assert sorted(tuple(r.values()) for r in read_as_of(uri, "db.k", 30).select(["a", "c", OP_COLUMN]).to_pylist()) \
         == [(1, "x", "I"), (2, "y", "I")]
+
+
+CLASH = table(ColumnInfo("a", "int"), ColumnInfo("_TiDB_Op", "varchar"), name="k", version=20)  # no key
+
+
+@pytest.mark.parametrize(("query", "pre"), [("CREATE TABLE k (a INT, _TiDB_Op VARCHAR(9))", None),
+                                            ("ALTER TABLE k ADD _TiDB_Op VARCHAR(9)", K)])  # fmt: skip
+def test_a_keyless_table_with_a_change_log_column_name_is_refused_at_its_ddl(uri: str, query: str,
+                                                                            pre: TableInfo | None) -> None:  # fmt: skip
+    """The change log adds ``_tidb_op`` and ``_tidb_commit_ts``: a key-less table with one of those names (any case)
+    of its own fails the changefeed in one line naming the DDL, before the lake table changes."""
+    t = lake(uri)
+    if pre is not None:
+        apply(t, [ins(10, 1, "x", t=K)])
+    action = DDLAction.CREATE_TABLE if pre is None else DDLAction.ADD_COLUMN
+    with pytest.raises(LakeDDLError) as e:
+        apply_ddl(t, DDLEvent(20, action, query, "db", "k", CLASH, pre))
+    assert str(e.value) == (
+        f"DDL {query!r} on db.k at commit-ts 20: the table has no key, so its lake table is a change log that adds a "
+        "column '_tidb_op', and the table has a column '_TiDB_Op' of its own; rename that column upstream; exclude "
+        "the table from the changefeed ([filter] rules) or recreate its lake table from a new changefeed")
+    assert e.value.code == "CDC:ErrLakeDDLUnsupported" and e.value.permanent
+    assert t.applied_ts("db", "k") == (0 if pre is None else 10)
+    if pre is not None:
+        assert read_as_of(uri, "db.k", 30).column_names == ["a", "b", OP_COLUMN, COMMIT_TS_COLUMN]
+
+
+def test_a_keyless_table_with_a_change_log_column_name_is_refused_before_its_rows(uri: str) -> None:
+    """A table the changefeed met with no DDL (it existed at its start): refused when the lake table would be made,
+    naming the table and the column; nothing is written. A table with a key keeps such a column as it is."""
+    t = lake(uri)
+    clash = table(ColumnInfo("a", "int"), ColumnInfo("_tidb_commit_ts", "bigint"), name="k")
+    with pytest.raises(LakeDDLError, match=r"^db\.k: the table has no key, .* a column '_tidb_commit_ts' of its own; "
+                       r"rename that column upstream, or exclude the table from the changefeed \(\[filter\] "
+                       r"rules\)$") as e:  # fmt: skip
+        apply(t, [ins(10, 1, 7, t=clash)])
+    assert e.value.code == "CDC:ErrLakeDDLUnsupported"
+    assert t.applied_ts("db", "k") == 0
+    keyed = table(key_col("id"), ColumnInfo("_tidb_op", "varchar"))
+    apply(t, [ins(10, 1, "I", t=keyed)])
+    assert read_as_of(uri, "db.t", 10).to_pylist() == [{"id": 1, "_tidb_op": "I"}]
 
 
 def test_a_moved_column_keeps_its_lake_place_and_rows_land_by_name(uri: str) -> None:

@@ -13,7 +13,8 @@ import pytest
 from sparkcdc.errors import ConfigError
 from sparkcdc.lake.as_of import read_as_of
 from sparkcdc.lake.changes import net_change
-from sparkcdc.lake.ddl import LakeDDLError, apply_ddl
+from sparkcdc.lake.ddl import apply_ddl
+from sparkcdc.lake.errors import LakeDDLError
 from sparkcdc.lake.location import LakeLocation
 from sparkcdc.model import DDLEvent, RowChange
 from sparkcdc.model.ddl_action import DDLAction

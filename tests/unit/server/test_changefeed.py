@@ -300,6 +300,35 @@ def test_restart_does_not_start_twice(tmp_path: Path) -> None:
     assert sorted(r2.running) == ["a", "b"]
 
 
+def test_a_lake_sink_refuses_a_keyless_table_with_a_change_log_column_name_at_create(
+        mgr: ChangefeedManager, runner: FakeRunner, tmp_path: Path) -> None:  # fmt: skip
+    """A key-less table the changefeed would keep as a change log (force-replicate) with a column named like one of
+    its columns is refused at create and update in one line, with the lake's DDL code; nothing is created. Tables it
+    does not replicate (no force-replicate, filtered out) and tables with a key are not refused."""
+    from sparkcdc.model.table import ColumnInfo, TableInfo
+
+    key = ColumnInfo("id", "int", nullable=False, primary_key=True, handle_key=True)
+    runner.tables = [TableInfo("shop", "log", 1, (ColumnInfo("v", "int"), ColumnInfo("_TiDB_Commit_TS", "bigint"))),
+                     TableInfo("shop", "keyed", 2, (key, ColumnInfo("_tidb_op", "varchar")))]  # fmt: skip
+    lake = f"delta://{tmp_path}/lake"
+    forced = ReplicaConfig.from_toml({"force-replicate": True})
+    with pytest.raises(ConfigError) as e:
+        create(mgr, "bad", sink_uri=lake, config=forced)
+    assert e.value.code == "CDC:ErrLakeDDLUnsupported"
+    assert e.value.message == (
+        "shop.log: the table has no key, so its lake table is a change log that adds a column '_tidb_commit_ts', and "
+        "the table has a column '_TiDB_Commit_TS' of its own; rename that column upstream, or exclude the table from "
+        "the changefeed ([filter] rules)")  # fmt: skip
+    assert mgr.list(None) == [] and runner.calls == []
+    create(mgr, "not-forced", sink_uri=lake)
+    create(mgr, "filtered", sink_uri=lake, config=ReplicaConfig.from_toml({"force-replicate": True, "filter": {
+        "rules": ["shop.keyed"]}}))  # fmt: skip
+    mgr.pause("default", "not-forced")
+    with pytest.raises(ConfigError, match=r"^shop\.log: the table has no key") as e:
+        mgr.update("default", "not-forced", config=forced)
+    assert e.value.code == "CDC:ErrLakeDDLUnsupported"
+
+
 def _expr_config(expr: str, matcher: str = "shop.*") -> ReplicaConfig:
     return ReplicaConfig.from_toml({"filter": {"rules": ["shop.*"], "event-filters": [
         {"matcher": [matcher], "ignore-insert-value-expr": expr}]}})  # fmt: skip

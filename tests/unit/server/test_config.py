@@ -63,6 +63,17 @@ def test_defaults() -> None:
     assert api["sync_point_interval"] == 600_000_000_000
 
 
+def test_the_replicated_tables_are_the_matched_eligible_ones_unless_force_replicate() -> None:
+    """What a sink is told the changefeed replicates (its start, its create-time check) and what a snapshot copies:
+    filter rules, no system schema, and a handle key unless force-replicate."""
+    key = ColumnInfo("id", "int", nullable=False, primary_key=True, handle_key=True)
+    keyed, keyless = TableInfo("app", "a", 1, (key,)), TableInfo("app", "b", 2, (ColumnInfo("v", "int"),))
+    tables = [keyed, keyless, TableInfo("other", "c", 3, (key,)), TableInfo("mysql", "user", 4, (key,))]
+    rules = {"filter": {"rules": ["app.*", "mysql.*"]}}
+    assert ReplicaConfig.from_toml(rules).replicated(tables) == [keyed]
+    assert ReplicaConfig.from_toml({**rules, "force-replicate": True}).replicated(tables) == [keyed, keyless]
+
+
 def test_full_document(tmp_path: Path) -> None:
     path = tmp_path / "cf.toml"
     path.write_text(FULL, encoding="utf-8")

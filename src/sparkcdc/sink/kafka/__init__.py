@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from sparkcdc.model import TableInfo
 from sparkcdc.sink.base import SinkContext
 
 
@@ -14,7 +15,7 @@ class _KafkaSink:
 
         return KafkaSinkConfig.from_uri(uri, toml)
 
-    def check(self, config: Any) -> None:
+    def check(self, config: Any, tables: Callable[[], Sequence[TableInfo]]) -> None:
         from sparkcdc.sink.kafka.client import check_reachable
 
         check_reachable(config)

@@ -3,9 +3,10 @@ MERGE per table per micro-batch, exactly once (:mod:`sparkcdc.lake`)."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from sparkcdc.model import TableInfo
 from sparkcdc.sink.base import SinkContext
 
 
@@ -15,9 +16,13 @@ class _LakeSink:
 
         return LakeSinkConfig.from_uri(uri)
 
-    def check(self, config: Any) -> None:
+    def check(self, config: Any, tables: Callable[[], Sequence[TableInfo]]) -> None:
+        from sparkcdc.errors import ConfigError
+        from sparkcdc.lake.keyless import check_change_log
         from sparkcdc.sink.lake.config import check_writable
 
+        for info in tables():
+            check_change_log(info, ConfigError)
         check_writable(config)
 
     def encoder(self, config: Any, ctx: SinkContext) -> Any:

@@ -3,9 +3,10 @@ effectively once, with DDLs at the barrier."""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from sparkcdc.model import TableInfo
 from sparkcdc.sink.base import SinkContext
 
 
@@ -17,7 +18,7 @@ class _MysqlSink:
 
         return MysqlSinkConfig.from_uri(uri, toml)
 
-    def check(self, config: Any) -> None:
+    def check(self, config: Any, tables: Callable[[], Sequence[TableInfo]]) -> None:
         from sparkcdc.sink.mysql.config import check_reachable
 
         check_reachable(config)

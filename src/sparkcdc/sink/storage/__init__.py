@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
+from sparkcdc.model import TableInfo
 from sparkcdc.sink.base import SinkContext
 from sparkcdc.storage.sink_config import StorageSinkConfig
 
@@ -13,7 +14,7 @@ class _StorageSink:
     def config(self, uri: str, toml: Mapping[str, Any]) -> StorageSinkConfig:
         return StorageSinkConfig.from_uri(uri, toml)
 
-    def check(self, config: StorageSinkConfig) -> None:
+    def check(self, config: StorageSinkConfig, tables: Callable[[], Sequence[TableInfo]]) -> None:
         return None
 
     def encoder(self, config: StorageSinkConfig, ctx: SinkContext) -> Any:
