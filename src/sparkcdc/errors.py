@@ -98,10 +98,19 @@ class KafkaError(SparkcdcError):
 
 
 class RegistryError(SparkcdcError):
-    """A schema registry refused a request or did not answer (retryable unless it refused)."""
+    """A schema registry did not answer, or answered 5xx: trying again may succeed."""
 
     default_code = "CDC:ErrAvroSchemaAPIError"
-    default_retryable = True
+    default_retryable: ClassVar[bool | None] = True
+
+
+class RegistryRefusal(RegistryError):
+    """A schema registry refused a request (HTTP 4xx: an incompatible or invalid schema, wrong credentials). The same
+    request gets the same answer, so the call is not tried again at once; but the changefeed is not failed either,
+    as TiCDC fails none for ``ErrAvroSchemaAPIError``: it retries its query, which succeeds once the subject's
+    compatibility or the credentials are fixed."""
+
+    default_retryable = None
 
 
 def with_code(error: SparkcdcError) -> SparkcdcError:

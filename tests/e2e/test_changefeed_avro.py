@@ -121,14 +121,19 @@ def test_avro_changefeeds_read_back_by_confluent_deserializer(
                 assert v["_tidb_commit_physical_time"] == tso.physical(v["_tidb_commit_ts"]) > 0
 
 
-def test_registry_outage_warns_and_resumes_then_a_refused_schema_fails(
+def test_registry_outage_warns_and_resumes_then_a_refused_schema_is_retried(
     fresh_db: FreshDatabase, mariadb: MariaDB, apache_kafka: ApacheKafka,
     durable_schema_registry: SchemaRegistry, tmp_path: Path,
 ) -> None:  # fmt: skip
     """The registry stopped 15 s while DDL needs a new schema: retried, ``warning`` with the registry's error,
     back to ``normal`` once it answers again, every row there. Then a NOT NULL DECIMAL column, which Avro's precise
-    decimal cannot give a default (TiCDC's schema), is refused under BACKWARD: the changefeed fails with one line
-    naming the subject."""
+    decimal cannot give a default (TiCDC's schema), is refused under BACKWARD: as TiCDC, the changefeed shows
+    ``warning`` with one ``CDC:ErrAvroSchemaAPIError`` line naming the subject and retries, and once the subject's
+    compatibility is NONE it goes on by itself: the refused row is on the topic with its new schema."""
+    from confluent_kafka.schema_registry import SchemaRegistryClient
+    from confluent_kafka.schema_registry.avro import AvroDeserializer
+    from confluent_kafka.serialization import MessageField, SerializationContext
+
     db, registry = fresh_db, durable_schema_registry
     work = Workload(db, tables=2, ddl_every=1000)
     work.create()
@@ -163,16 +168,29 @@ def test_registry_outage_warns_and_resumes_then_a_refused_schema_fails(
                      warned_at - stopped, warned["last_warning"], normal_at - restarted)  # fmt: skip
         check_tables(db, apache_kafka, registry.url, "cf", work.names)
 
-        db.execute("ALTER TABLE w1 ADD COLUMN amount DECIMAL(10,2) NOT NULL DEFAULT 0",
-                   "INSERT INTO w1 (id, v) VALUES (900001, 'refused')")  # fmt: skip
-        deadline = time.monotonic() + 180
-        while (state := server.changefeed("cf"))["state"] != "failed":
-            assert time.monotonic() < deadline, state
-            time.sleep(0.3)
-        error = state["error"]
-        log.info("refused schema: %s", error)
-        assert error["code"] == "CDC:ErrAvroEncodeFailed", error
-        assert f"'cf_{db.name}_w1-value'" in error["message"] and "incompatible" in error["message"], error
-        assert "\n" not in error["message"] and "Traceback" not in error["message"]
+        subject = f"cf_{db.name}_w1-value"
+        with StatusWatch(server, "cf") as watch:
+            db.execute("ALTER TABLE w1 ADD COLUMN amount DECIMAL(10,2) NOT NULL DEFAULT 0",
+                       "INSERT INTO w1 (id, v) VALUES (900001, 'refused')")  # fmt: skip
+            end = now_tso(db)
+            watch.wait("warning", lambda: any(s["state"] == "warning" for _, s in watch.seen), 180)
+            error = next(s for _, s in watch.seen if s["state"] == "warning")["last_warning"]
+            log.info("refused schema: %s", error)
+            assert error["code"] == "CDC:ErrAvroSchemaAPIError", error
+            assert f"'{subject}'" in error["message"] and "incompatible" in error["message"], error
+            assert "\n" not in error["message"] and "Traceback" not in error["message"]
+            http = SchemaRegistryClient({"url": registry.url})
+            http.set_compatibility(subject, "NONE")
+            fixed = time.monotonic()
+            watch.wait_past(end, timeout=300)
+            assert watch.seen[-1][1]["state"] == "normal", watch.seen[-1]
+            assert all(s["state"] in ("normal", "warning") for _, s in watch.seen), watch.seen
+            log.info("refused schema: normal again %.1fs after the subject's compatibility was set to NONE",
+                     next(t for t, s in watch.seen if t > fixed and s["state"] == "normal") - fixed)  # fmt: skip
+        topic = subject.removesuffix("-value")
+        last = read_topic(apache_kafka.bootstrap, topic, timeout=120)
+        values = [AvroDeserializer(http)(m.value, SerializationContext(topic, MessageField.VALUE))
+                  for messages in last.values() for m in messages if m.value]  # each with its writer's schema
+        assert [(v["v"], v["amount"]) for v in values if v["id"] == 900001] == [("refused", Decimal("0.00"))]
     finally:
         server.stop()

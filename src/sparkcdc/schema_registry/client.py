@@ -1,8 +1,11 @@
 """A Confluent-compatible schema registry over HTTP (confluent-kafka's ``SchemaRegistryClient``), with the project's
-errors. A registry that does not answer, or answers 5xx, is tried again with backoff for ``RETRY_S`` seconds (TiCDC's
-``httpRetry`` keeps trying), then it is a retryable ``RegistryError`` (``CDC:ErrAvroSchemaAPIError``: the changefeed
-shows a warning and its query starts again). A schema the registry refuses (409 incompatible, 422 invalid, 401/403)
-is one non-retryable error (``CDC:ErrAvroEncodeFailed``: the changefeed fails) naming the subject and what to do.
+errors, all ``CDC:ErrAvroSchemaAPIError`` as TiCDC's. A registry that does not answer, or answers 5xx, is tried again
+with backoff for ``RETRY_S`` seconds (TiCDC's ``httpRetry`` keeps trying), then it is a retryable ``RegistryError``
+(the changefeed shows a warning and its query starts again). A request the registry refuses (409 incompatible, 422
+invalid, 401/403) is a ``RegistryRefusal``: not tried again here (as ``httpRetry``: the same request gets the same
+answer), but not permanent either: TiCDC does not count ``ErrAvroSchemaAPIError`` among the errors that fail a
+changefeed, so the changefeed shows a warning and retries, which succeeds once the subject's compatibility or the
+credentials are fixed. The error names the subject and what to do.
 """
 
 from __future__ import annotations
@@ -13,12 +16,11 @@ import time
 from collections.abc import Callable
 from typing import Any, Final, TypeVar
 
-from sparkcdc.errors import RegistryError
+from sparkcdc.errors import RegistryError, RegistryRefusal
 from sparkcdc.schema_registry.url import RegistryURL
 
 log = logging.getLogger(__name__)
 
-ERR_REFUSED: Final = "CDC:ErrAvroEncodeFailed"
 _TIMEOUT_S: Final = 10
 RETRY_S: Final = 10.0
 T = TypeVar("T")
@@ -80,17 +82,14 @@ class RegistryClient:
         text = getattr(e, "error_message", None) or str(e) or type(e).__name__
         where = f"{what} at {self.url.masked()}"
         if status == 409:
-            return RegistryError(
+            return RegistryRefusal(
                 f"{where}: the registry refuses it as incompatible with the subject's earlier versions ({text}); "
-                "set the subject's compatibility to NONE (PUT /config/<subject>) or use a new topic",
-                code=ERR_REFUSED,
-                retryable=False,
+                "set the subject's compatibility to NONE (PUT /config/<subject>) or use a new topic"
             )
         if status in (401, 403):
-            return RegistryError(f"{where}: HTTP {status} ({text}); check the user and password in --schema-registry",
-                                 code=ERR_REFUSED, retryable=False)  # fmt: skip
+            return RegistryRefusal(f"{where}: HTTP {status} ({text}); check the user and password in --schema-registry")
         if isinstance(status, int) and 400 <= status < 500:
-            return RegistryError(f"{where}: HTTP {status} ({text})", code=ERR_REFUSED, retryable=False)
+            return RegistryRefusal(f"{where}: HTTP {status} ({text})")
         if isinstance(status, int):
             return RegistryError(f"{where}: HTTP {status} ({text}); retrying")
         return RegistryError(f"{where}: {text}; check that the registry is running")

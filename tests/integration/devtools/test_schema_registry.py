@@ -15,7 +15,7 @@ import pytest
 
 from sparkcdc.devtools.schema_registry import SchemaRegistry, registry_binary
 from sparkcdc.errors import ConfigError, RegistryError
-from sparkcdc.schema_registry.client import ERR_REFUSED, RegistryClient
+from sparkcdc.schema_registry.client import RegistryClient
 from sparkcdc.schema_registry.url import RegistryURL
 
 pytestmark = pytest.mark.integration
@@ -61,7 +61,7 @@ def test_confluent_client_serializer_and_compatibility(schema_registry: SchemaRe
     assert ours.register("devtool_t-value", v1) == first
     with pytest.raises(RegistryError) as e:
         ours.register("devtool_t-value", breaking)
-    assert e.value.code == ERR_REFUSED and not e.value.retryable
+    assert e.value.code == "CDC:ErrAvroSchemaAPIError" and not e.value.retryable and not e.value.permanent
     assert "'devtool_t-value'" in e.value.message and "incompatible" in e.value.message
 
     ser = AvroSerializer(client, v1)

@@ -88,9 +88,10 @@ def test_tables_in_one_hard_coded_topic_share_its_subjects(
 ) -> None:
     """TiCDC names the subjects after the topic, whatever the table (``<topic>-key``, ``<topic>-value``), and takes a
     hard-coded dispatcher topic for several tables as given. Under the registry's default rule (BACKWARD) the second
-    table's schema is refused: one line naming the subject and what to do. With the subjects' compatibility NONE
-    both tables' schemas are versions of them, each message carries its table's schema id, and both Confluent's own
-    deserializer and format("ticdc-kafka") read every row as its table's."""
+    table's schema is refused: one ``CDC:ErrAvroSchemaAPIError`` line naming the subject and what to do, which the
+    changefeed retries (as TiCDC) and which the same row then passes once the subjects' compatibility is NONE. With
+    it both tables' schemas are versions of them, each message carries its table's schema id, and both Confluent's
+    own deserializer and format("ticdc-kafka") read every row as its table's."""
     from confluent_kafka.schema_registry import SchemaRegistryClient
     from confluent_kafka.schema_registry.avro import AvroDeserializer
     from confluent_kafka.serialization import MessageField, SerializationContext
@@ -108,7 +109,8 @@ def test_tables_in_one_hard_coded_topic_share_its_subjects(
     with pytest.raises(RegistryError) as refused:
         enc.encode_row(rows[1], topic)
     assert f"subject '{topic}-key'" in refused.value.message and "compatibility to NONE" in refused.value.message
-    assert "\n" not in refused.value.message and not refused.value.retryable
+    assert "\n" not in refused.value.message and refused.value.code == "CDC:ErrAvroSchemaAPIError"
+    assert not refused.value.retryable and not refused.value.permanent  # not tried again at once; the changefeed does
 
     http = SchemaRegistryClient({"url": schema_registry.url})
     for subject in (f"{topic}-key", f"{topic}-value"):

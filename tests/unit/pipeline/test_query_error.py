@@ -40,15 +40,16 @@ def test_anything_else_is_internal_or_unknown() -> None:
     assert query_error("java.lang.OutOfMemoryError: heap").code == "CDC:ErrProcessorUnknown"
 
 
-def test_a_registry_outage_is_retried_and_a_refused_schema_is_not() -> None:
-    from sparkcdc.errors import RegistryError
+def test_a_registry_outage_and_a_refused_schema_are_both_retried_by_the_changefeed() -> None:
+    """As TiCDC, which fails no changefeed for ``CDC:ErrAvroSchemaAPIError``: a refusal crosses Spark as itself (no
+    retry inside the call, no failed changefeed) with the text as it was."""
+    from sparkcdc.errors import RegistryError, RegistryRefusal
 
     down = query_failure(traceback_of(with_code(RegistryError("cannot reach the schema registry"))))
     assert down.code == "CDC:ErrAvroSchemaAPIError" and not down.permanent
-    refused = RegistryError("incompatible with the subject's earlier versions", code="CDC:ErrAvroEncodeFailed",
-                            retryable=False)  # fmt: skip
-    err = query_failure(traceback_of(with_code(refused)))
-    assert err.code == "CDC:ErrAvroEncodeFailed" and err.permanent
+    err = query_failure(traceback_of(with_code(RegistryRefusal("incompatible with the subject's earlier versions"))))
+    assert isinstance(err, RegistryRefusal) and err.code == "CDC:ErrAvroSchemaAPIError"
+    assert not err.permanent and not err.retryable
     assert err.message == "incompatible with the subject's earlier versions"
 
 

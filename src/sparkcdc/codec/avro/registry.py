@@ -2,7 +2,8 @@
 
 The codec stays pure: callers pass an object with these two methods (``sparkcdc.schema_registry.RegistryClient``
 talks to a Confluent-compatible registry over HTTP). Implementations raise the project's errors: a registry that
-cannot be reached (or answers 5xx) is retryable, a schema it refuses (incompatible, invalid) is not.
+cannot be reached (or answers 5xx) is retryable; a schema it refuses (incompatible, invalid) is not retried by the
+call itself, but does not fail a changefeed either (TiCDC retries it).
 """
 
 from __future__ import annotations
