@@ -86,9 +86,9 @@ class MysqlEncoder:
     def table_route(self, schema: str, table: str) -> int:
         """The route of every payload of the table (``TableRouted``): without a redo log the query needs no shuffle,
         each writer task decodes its own tables. Its writer's guarantees hold as they did behind the shuffle: a
-        task gets the same tables, each table's payloads in commit order (it sorts them by ``(commit_ts, seq)``
-        anyway), the batch's DDL reaches the committer from task 0 and runs after every task's rows are committed,
-        and the checkpoint moves after that."""
+        task gets the same tables, each table's payloads in commit order (checked by the writer), the batch's DDL
+        reaches the committer from task 0 and runs after every task's rows are committed, and the checkpoint moves
+        after that."""
         return table_route(schema, table)
 
     def encode(self, rows: Sequence[RowChange]) -> Iterator[Payload]:
