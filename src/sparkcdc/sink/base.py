@@ -24,7 +24,7 @@ from typing import Any, Protocol, runtime_checkable
 from urllib.parse import urlsplit
 
 from sparkcdc.changefeed.consistent import ConsistentConfig
-from sparkcdc.errors import ConfigError
+from sparkcdc.errors import ConfigError, SparkcdcError
 from sparkcdc.masking import mask_uri
 from sparkcdc.model import DDLEvent, RowChange, TableInfo
 
@@ -85,6 +85,25 @@ class Routed:
     nrows: int
     data: bytes
     info: TableInfo
+
+
+def by_table(payloads: Iterable[Routed]) -> dict[tuple[str, str], list[Routed]]:
+    """A writer task's payloads per table (``(schema, table)``), each table's in the commit order ``write`` is given
+    them in: ``write_partition`` sorts shuffled rows, and a route-aligned task reads the relay log's chunks in commit
+    order (every commit-ts above the last, ``seq`` counting up within the task). The writers that take a table's
+    payloads together (MySQL's conflict slots, a lake table's one commit) check that order here, one comparison per
+    payload, instead of sorting again. Raises SparkcdcError when a table's payloads are out of order (a bug)."""
+    tables: dict[tuple[str, str], list[Routed]] = {}
+    for p in payloads:
+        chunks = tables.setdefault((p.schema, p.table), [])
+        if chunks and (p.commit_ts, p.seq) < (chunks[-1].commit_ts, chunks[-1].seq):
+            raise SparkcdcError(
+                f"{p.schema}.{p.table}: a payload at (commit-ts, seq) ({p.commit_ts}, {p.seq}) came after "
+                f"({chunks[-1].commit_ts}, {chunks[-1].seq}); sinks need each table's changes in commit order (a "
+                "bug: please report it)"
+            )
+        chunks.append(p)
+    return tables
 
 
 @dataclass(frozen=True, slots=True)

@@ -14,7 +14,7 @@ from itertools import groupby
 from sparkcdc.lake.keyless import fold
 from sparkcdc.lake.target import open_tables
 from sparkcdc.model import RowChange
-from sparkcdc.sink.base import Payload, Routed, SinkContext
+from sparkcdc.sink.base import Payload, Routed, SinkContext, by_table
 from sparkcdc.sink.lake.config import LakeSinkConfig
 from sparkcdc.sink.row_payload import pack, table_route, unpack
 
@@ -38,12 +38,8 @@ class LakeTaskWriter:
     def write(self, payloads: Iterable[Routed]) -> dict[str, int]:
         """Returns the rows merged per table (``schema.table``); replayed transactions count 0."""
         tables = open_tables(self.config.where, self.ctx.changefeed)
-        by_table: dict[tuple[str, str], list[Routed]] = {}
-        for p in payloads:
-            by_table.setdefault((p.schema, p.table), []).append(p)
         written: dict[str, int] = {}
-        for (schema, table), chunks in by_table.items():
-            chunks.sort(key=lambda c: (c.commit_ts, c.seq))
+        for (schema, table), chunks in by_table(payloads).items():  # each table's in commit order (checked)
             applied = tables.applied_ts(schema, table)
             n = 0
             for _version, group in groupby(chunks, key=lambda c: c.info.version):  # a DDL ends a batch: one, mostly

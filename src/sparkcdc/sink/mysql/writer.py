@@ -16,10 +16,9 @@ from __future__ import annotations
 from collections.abc import Iterable
 from contextlib import AbstractContextManager
 
-from sparkcdc.errors import SparkcdcError
 from sparkcdc.model.steps import AppliedRow
 from sparkcdc.mysql.engine import ApplyEngine
-from sparkcdc.sink.base import Routed, SinkContext
+from sparkcdc.sink.base import Routed, SinkContext, by_table
 from sparkcdc.sink.mysql.config import MysqlSinkConfig
 from sparkcdc.sink.mysql.conflict import SLOTS, plan_steps
 from sparkcdc.sink.mysql.encoder import as_rendered
@@ -47,21 +46,10 @@ class MysqlTaskWriter:
         self.ctx = ctx
 
     def write(self, payloads: Iterable[Routed]) -> int:
-        """Returns the number of rows handed to the downstream (replays included). Each table's payloads must come in
-        commit order, as ``SinkWriter.write`` promises, since the conflict slots take them in that order: shuffled
-        rows are sorted by ``write_partition``, and a route-aligned task reads the relay log's chunks in commit order
-        (every commit-ts above the last, ``seq`` counting up within the task). That is checked here, one comparison
-        per payload, rather than sorted again. Raises SparkcdcError when they are not (a bug: nothing is applied)."""
-        tables: dict[tuple[str, str], list[Routed]] = {}
-        for p in payloads:
-            chunks = tables.setdefault((p.schema, p.table), [])
-            if chunks and (p.commit_ts, p.seq) < (chunks[-1].commit_ts, chunks[-1].seq):
-                raise SparkcdcError(
-                    f"{p.schema}.{p.table}: a payload at (commit-ts, seq) ({p.commit_ts}, {p.seq}) came after "
-                    f"({chunks[-1].commit_ts}, {chunks[-1].seq}); the MySQL sink needs each table's changes in commit "
-                    "order (a bug: please report it)"
-                )
-            chunks.append(p)
+        """Returns the number of rows handed to the downstream (replays included). The conflict slots take each
+        table's payloads in the commit order they come in (checked by :func:`~sparkcdc.sink.base.by_table`: a
+        SparkcdcError before anything is applied when they do not)."""
+        tables = by_table(payloads)
         if not tables:
             return 0
         rows: list[AppliedRow] = []

@@ -1,16 +1,20 @@
-"""The MySQL task writer takes each table's payloads in commit order, as ``SinkWriter.write`` promises (the conflict
-slots depend on it): it checks that order instead of sorting again, and refuses payloads that break it before
-anything is applied."""
+"""The MySQL and lake task writers take each table's payloads in commit order, as ``SinkWriter.write`` promises (the
+conflict slots and a lake table's one commit depend on it): they check that order (``sink.base.by_table``) instead of
+sorting again, and refuse payloads that break it before anything is written."""
 
 from __future__ import annotations
 
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from sparkcdc.errors import SparkcdcError
+from sparkcdc.lake.target import open_tables
 from sparkcdc.model import ColumnInfo, RowChange, RowOp, TableInfo
 from sparkcdc.sink.base import Routed, SinkContext
+from sparkcdc.sink.lake.config import LakeSinkConfig
+from sparkcdc.sink.lake.writer import LakeTaskWriter
 from sparkcdc.sink.mysql import writer
 from sparkcdc.sink.mysql.config import MysqlSinkConfig
 from sparkcdc.sink.row_payload import pack
@@ -49,8 +53,21 @@ def test_payloads_in_commit_order_are_planned_as_they_came(planned: list[list[An
                                                                   ("b", 12)]  # fmt: skip
 
 
+OUT_OF_ORDER = [payload(A, 10, 1), payload(B, 12, 1), payload(B, 11, 5), payload(A, 11, 1)]
+REFUSED = r"^db\.b: a payload at \(commit-ts, seq\) \(11, 5\) came after \(12, 1\); sinks need each table's"
+
+
 def test_a_table_out_of_commit_order_is_refused_before_anything_is_applied(planned: list[list[Any]]) -> None:
-    given = [payload(A, 10, 1), payload(B, 12, 1), payload(B, 11, 5), payload(A, 11, 1)]
-    with pytest.raises(SparkcdcError, match=r"^db\.b: a payload at \(commit-ts, seq\) \(11, 5\) came after \(12, 1\);"):
-        task_writer().write(iter(given))
+    with pytest.raises(SparkcdcError, match=REFUSED):
+        task_writer().write(iter(OUT_OF_ORDER))
     assert planned == []
+
+
+def test_the_lake_writer_refuses_the_same_before_any_commit(tmp_path: Path) -> None:
+    config = LakeSinkConfig.from_uri(f"delta://{tmp_path}/lake")
+    with pytest.raises(SparkcdcError, match=REFUSED):
+        LakeTaskWriter(config, SinkContext("cf", 0, str(tmp_path))).write(iter(OUT_OF_ORDER))
+    assert open_tables(config.where, "cf").applied_ts("db", "a") == 0
+    written = LakeTaskWriter(config, SinkContext("cf", 0, str(tmp_path))).write(iter([OUT_OF_ORDER[i] for i in
+                                                                                      (0, 2, 1, 3)]))  # fmt: skip
+    assert written == {"db.a": 2, "db.b": 2} and open_tables(config.where, "cf").applied_ts("db", "b") == 12
