@@ -24,7 +24,7 @@ from types import MappingProxyType
 from typing import Any
 from urllib.parse import parse_qsl, urlsplit
 
-from sparkcdc.changefeed import toml_types
+from sparkcdc.changefeed import sink_keys, toml_types
 from sparkcdc.changefeed.consistent import ConsistentConfig
 from sparkcdc.changefeed.snapshot import SnapshotConfig
 from sparkcdc.errors import ConfigError
@@ -61,27 +61,8 @@ _DURATIONS: dict[str, int] = {
     "sync-point-retention": 24 * 3600 * 10**9,
     "changefeed-error-stuck-duration": 30 * 60 * 10**9,
 }
-# Sections TiCDC has and we accept but do not act on: kept and shown, keys checked.
-_PASSTHROUGH: dict[str, frozenset[str]] = {
-    "consistent": frozenset(
-        {
-            "level",
-            "max-log-size",
-            "flush-interval",
-            "meta-flush-interval",
-            "encoding-worker-num",
-            "flush-worker-num",
-            "storage",
-            "use-file-backend",
-            "compression",
-            "flush-concurrency",
-            "memory-usage",
-        }
-    ),
-    "scheduler": frozenset({"enable-table-across-nodes", "region-threshold", "write-key-threshold"}),
-    "integrity": frozenset({"integrity-check-level", "corruption-handle-level"}),
-    "synced-status": frozenset({"synced-check-interval", "checkpoint-interval"}),
-}
+# Sections TiCDC has and we accept but do not act on: kept and shown, keys (and their types) checked.
+_PASSTHROUGH: dict[str, frozenset[str]] = {name: frozenset(schema) for name, schema in toml_types.SECTIONS.items()}
 _FILTER_KEYS = frozenset({"rules", "ignore-txn-start-ts", "event-filters"})
 _MOUNTER_KEYS = frozenset({"worker-num"})
 _TOP_KEYS = frozenset({*_SCALARS, *_DURATIONS, *_PASSTHROUGH, "filter", "mounter", "sink", "snapshot"})
@@ -329,7 +310,7 @@ class ReplicaConfig:
         changefeed-error-stuck-duration must be at least 30m. Raises ConfigError (``CDC:ErrInvalidReplicaConfig``,
         TiCDC's wording).
         """
-        toml_types.check_types(self.sink, toml_types.SINK, "sink")
+        toml_types.check_types(self.sink, sink_keys.SINK, "sink")
         for name, table in self.sections.items():
             toml_types.check_types(table, toml_types.SECTIONS[name], name)
         if self.consistent().enabled and self.snapshot.enabled:

@@ -3,9 +3,10 @@
 TiCDC decodes the changefeed TOML (and the Open API's JSON) into typed Go structs (``pkg/config``): a string where
 an integer belongs (``partition-num = '3'``, ``"partition_num": "3"``) fails the decoding, whichever sink the
 changefeed has. The sinks' own configs read only their keys, so without this check a mistyped key of another sink,
-or of a section we keep without acting on it, would be stored and shown back as if it were valid. Keys are
-checked where they are known here; unknown keys are refused by the callers (``ReplicaConfig.from_toml`` and each
-sink's config), which also check values beyond their type (ranges, choices).
+or of a section we keep without acting on it, would be stored and shown back as if it were valid. The ``[sink]``
+keys' types are the sinks' one list of their keys (:mod:`~sparkcdc.changefeed.sink_keys`), the kept sections' are
+here (``SECTIONS``); unknown keys are refused by the callers (``ReplicaConfig.from_toml`` and each sink's config),
+which also check values beyond their type (ranges, choices).
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any, Final
 
+from sparkcdc.changefeed.sink_keys import Schema
 from sparkcdc.errors import ConfigError
 from sparkcdc.masking import MASK, is_secret_param
 
@@ -27,67 +29,6 @@ _RANGES: Final = {
     "uint": (0, (1 << 64) - 1),
     "uint64": (0, (1 << 64) - 1),
 }
-# A table's keys -> a Go type name ("bool", "string", "[]string", an integer type), a nested table, or an array of
-# tables (a one-element list holding the tables' schema).
-Schema = Mapping[str, "str | Schema | list[Schema]"]
-
-_CSV: Final[Schema] = {
-    "delimiter": "string", "quote": "string", "null": "string", "include-commit-ts": "bool",
-    "binary-encoding-method": "string", "output-old-value": "bool", "output-handle-key": "bool",
-    "output-field-header": "bool",
-}  # fmt: skip
-_KAFKA: Final[Schema] = {
-    "partition-num": "int32", "replication-factor": "int16", "kafka-version": "string", "max-message-bytes": "int",
-    "compression": "string", "kafka-client-id": "string", "auto-create-topic": "bool", "dial-timeout": "string",
-    "write-timeout": "string", "read-timeout": "string", "required-acks": "int", "sasl-user": "string",
-    "sasl-password": "string", "sasl-mechanism": "string", "sasl-gssapi-auth-type": "string",
-    "sasl-gssapi-keytab-path": "string", "sasl-gssapi-kerberos-config-path": "string",
-    "sasl-gssapi-service-name": "string", "sasl-gssapi-user": "string", "sasl-gssapi-password": "string",
-    "sasl-gssapi-realm": "string", "sasl-gssapi-disable-pafxfast": "bool", "sasl-oauth-client-id": "string",
-    "sasl-oauth-client-secret": "string", "sasl-oauth-token-url": "string", "sasl-oauth-scopes": "[]string",
-    "sasl-oauth-grant-type": "string", "sasl-oauth-audience": "string", "enable-tls": "bool", "ca": "string",
-    "cert": "string", "key": "string", "insecure-skip-verify": "bool", "output-raw-change-event": "bool",
-    "codec-config": {
-        "enable-tidb-extension": "bool", "max-batch-size": "int", "avro-enable-watermark": "bool",
-        "avro-decimal-handling-mode": "string", "avro-bigint-unsigned-handling-mode": "string",
-        "encoding-format": "string",
-    },
-    "large-message-handle": {
-        "large-message-handle-option": "string", "large-message-handle-compression": "string",
-        "claim-check-storage-uri": "string", "claim-check-raw-value": "bool",
-    },
-    "glue-schema-registry-config": {
-        "registry-name": "string", "region": "string", "access-key": "string", "secret-access-key": "string",
-        "token": "string",
-    },
-}  # fmt: skip
-_MYSQL: Final[Schema] = {
-    "worker-count": "int", "max-txn-row": "int", "max-multi-update-row-size": "int", "max-multi-update-row": "int",
-    "tidb-txn-mode": "string", "ssl-ca": "string", "ssl-cert": "string", "ssl-key": "string", "time-zone": "string",
-    "write-timeout": "string", "read-timeout": "string", "timeout": "string", "enable-batch-dml": "bool",
-    "enable-multi-statement": "bool", "enable-cache-prepared-statement": "bool",
-}  # fmt: skip
-_CLOUD_STORAGE: Final[Schema] = {
-    "worker-count": "int", "flush-interval": "string", "file-size": "int", "output-column-id": "bool",
-    "file-expiration-days": "int", "file-cleanup-cron-spec": "string", "flush-concurrency": "int",
-    "output-raw-change-event": "bool",
-}  # fmt: skip
-SINK: Final[Schema] = {
-    "protocol": "string", "schema-registry": "string", "csv": _CSV, "transaction-atomicity": "string",
-    "encoder-concurrency": "int", "terminator": "string", "date-separator": "string",
-    "enable-partition-separator": "bool", "file-index-digit": "int", "enable-kafka-sink-v2": "bool",
-    "only-output-updated-columns": "bool", "delete-only-output-handle-key-columns": "bool",
-    "content-compatible": "bool", "kafka-config": _KAFKA, "mysql-config": _MYSQL,
-    "cloud-storage-config": _CLOUD_STORAGE, "advance-timeout-in-sec": "uint",
-    "send-bootstrap-interval-in-sec": "int64", "send-bootstrap-in-msg-count": "int32",
-    "send-bootstrap-to-all-partition": "bool", "send-all-bootstrap-at-start": "bool",
-    "debezium-disable-schema": "bool", "debezium": {"output-old-value": "bool"}, "open": {"output-old-value": "bool"},
-    "safe-mode": "bool", "enable-tidb-extension": "bool",
-    "dispatchers": [{"matcher": "[]string", "dispatcher": "string", "partition": "string", "index": "string",
-                     "columns": "[]string", "topic": "string"}],
-    "column-selectors": [{"matcher": "[]string", "columns": "[]string"}],
-    "pulsar-config": {},  # a table; no sink here reads its keys
-}  # fmt: skip
 # The sections kept without effect (ReplicaConfig.sections).
 SECTIONS: Final[Mapping[str, Schema]] = {
     "consistent": {

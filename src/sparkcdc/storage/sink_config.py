@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 from typing import Any
 
-from sparkcdc.changefeed.sink_keys import SINK_KEYS
+from sparkcdc.changefeed import sink_keys
 from sparkcdc.codec.csv.config import CsvConfig
 from sparkcdc.errors import ConfigError
 from sparkcdc.masking import mask_value
@@ -77,30 +77,8 @@ BACKEND_PARAMS: dict[str, frozenset[str]] = {
     "azure": frozenset({"endpoint", "account-name", "account-key", "sas-token", "access-tier", "encryption-scope"}),
 }
 
-_CSV_KEYS = frozenset(
-    {
-        "delimiter",
-        "quote",
-        "null",
-        "include-commit-ts",
-        "binary-encoding-method",
-        "output-old-value",
-        "output-handle-key",
-        "output-field-header",
-    }
-)
-_CLOUD_KEYS = frozenset(
-    {
-        "worker-count",
-        "flush-interval",
-        "file-size",
-        "output-column-id",
-        "file-expiration-days",
-        "file-cleanup-cron-spec",
-        "flush-concurrency",
-        "output-raw-change-event",
-    }
-)
+_CSV_KEYS = frozenset(sink_keys.CSV)
+_CLOUD_KEYS = frozenset(sink_keys.CLOUD_STORAGE_CONFIG)
 ERR_STORAGE = "CDC:ErrStorageSinkInvalidConfig"
 ERR_SINK = "CDC:ErrSinkInvalidConfig"
 SINK, CLOUD = "[sink]", "[sink.cloud-storage-config]"
@@ -147,7 +125,7 @@ class StorageSinkConfig:
         or a malformed value.
         """
         parsed = uri if isinstance(uri, SinkURI) else SinkURI.parse(uri)
-        sink = table(toml or {}, "sink", "the changefeed config", SINK_KEYS)
+        sink = table(toml or {}, "sink", "the changefeed config", sink_keys.SINK_KEYS)
         cloud = table(sink, "cloud-storage-config", SINK, _CLOUD_KEYS)
         csv = table(sink, "csv", SINK, _CSV_KEYS)
 

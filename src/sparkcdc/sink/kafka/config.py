@@ -16,7 +16,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Final
 
-from sparkcdc.changefeed.sink_keys import SINK_KEYS
+from sparkcdc.changefeed import sink_keys
 from sparkcdc.codec.avro.config import AvroConfig
 from sparkcdc.codec.canal_json.config import CanalJsonConfig
 from sparkcdc.codec.simple.config import SimpleConfig
@@ -104,7 +104,7 @@ class KafkaSinkConfig:
         top-level ``case-sensitive`` too). Raises ConfigError (one line, secrets masked)."""
         parsed = uri if isinstance(uri, KafkaURI) else KafkaURI.parse(uri)
         doc = toml or {}
-        sink = table(doc, "sink", "the changefeed config", SINK_KEYS)
+        sink = table(doc, "sink", "the changefeed config", sink_keys.SINK_KEYS)
         kafka = table(sink, "kafka-config", SINK, keys.KAFKA_CONFIG_KEYS)
         codec = table(kafka, "codec-config", KAFKA, keys.CODEC_CONFIG_KEYS)
         large = table(kafka, "large-message-handle", KAFKA, keys.LARGE_MESSAGE_KEYS)

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Final
 
+from sparkcdc.changefeed import sink_keys
+
 # Sink URI parameters of the Kafka options (urlConfig of options.go).
 KAFKA_URI_PARAMS: Final = frozenset(
     {
@@ -68,42 +70,11 @@ AVRO_PARAMS: Final = frozenset(
 # Parameters accepted for TiCDC compatibility that only a protocol sparkcdc does not write (debezium) uses.
 OTHER_PROTOCOL_PARAMS: Final = frozenset({"debezium-disable-schema"})
 
-KAFKA_CONFIG_KEYS: Final = (KAFKA_URI_PARAMS - {"max-retry"}) | frozenset(
-    {
-        "sasl-oauth-client-id",
-        "sasl-oauth-client-secret",
-        "sasl-oauth-token-url",
-        "sasl-oauth-scopes",
-        "sasl-oauth-grant-type",
-        "sasl-oauth-audience",
-        "codec-config",
-        "large-message-handle",
-        "glue-schema-registry-config",
-        "output-raw-change-event",
-    }
-)
-
-CODEC_CONFIG_KEYS: Final = frozenset(
-    {
-        "enable-tidb-extension",
-        "max-batch-size",
-        "avro-enable-watermark",
-        "avro-decimal-handling-mode",
-        "avro-bigint-unsigned-handling-mode",
-        "encoding-format",
-    }
-)
-
-LARGE_MESSAGE_KEYS: Final = frozenset(
-    {
-        "large-message-handle-option",
-        "large-message-handle-compression",
-        "claim-check-storage-uri",
-        "claim-check-raw-value",
-    }
-)
-
-GLUE_KEYS: Final = frozenset({"registry-name", "region", "access-key", "secret-access-key", "token"})
+# The [sink.kafka-config] table and its sub-tables: their keys, from the one list with TiCDC's Go types.
+KAFKA_CONFIG_KEYS: Final = frozenset(sink_keys.KAFKA_CONFIG)
+CODEC_CONFIG_KEYS: Final = frozenset(sink_keys.CODEC_CONFIG)
+LARGE_MESSAGE_KEYS: Final = frozenset(sink_keys.LARGE_MESSAGE_HANDLE)
+GLUE_KEYS: Final = frozenset(sink_keys.GLUE_SCHEMA_REGISTRY)
 
 # Protocols TiCDC knows (ParseSinkProtocolFromString) and the ones this sink encodes.
 KNOWN_PROTOCOLS: Final = (

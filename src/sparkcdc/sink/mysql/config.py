@@ -14,8 +14,8 @@ from dataclasses import dataclass, replace
 from typing import Any, Final
 from urllib.parse import unquote, urlsplit
 
+from sparkcdc.changefeed import sink_keys
 from sparkcdc.changefeed.consistent import ConsistentConfig
-from sparkcdc.changefeed.sink_keys import SINK_KEYS
 from sparkcdc.errors import ConfigError, SparkcdcError
 from sparkcdc.masking import mask_uri
 from sparkcdc.mysql.target import MysqlTarget, session_time_zone, time_zone_problem
@@ -28,26 +28,12 @@ log = logging.getLogger(__name__)
 ERR: Final = "CDC:ErrMySQLInvalidConfig"
 SCHEMES: Final = ("mysql", "mysql+ssl", "tidb", "tidb+ssl")
 SINK, MYSQL = "[sink]", "[sink.mysql-config]"
-# URI parameter -> [sink.mysql-config] key (TiCDC's urlConfig and MySQLConfig tags)
-URI_TO_TOML: Final = {
-    "worker-count": "worker-count",
-    "max-txn-row": "max-txn-row",
-    "max-multi-update-row-size": "max-multi-update-row-size",
-    "max-multi-update-row": "max-multi-update-row",
-    "tidb-txn-mode": "tidb-txn-mode",
-    "ssl-ca": "ssl-ca",
-    "ssl-cert": "ssl-cert",
-    "ssl-key": "ssl-key",
-    "time-zone": "time-zone",
-    "write-timeout": "write-timeout",
-    "read-timeout": "read-timeout",
-    "timeout": "timeout",
-    "batch-dml-enable": "enable-batch-dml",
-    "multi-stmt-enable": "enable-multi-statement",
-    "cache-prep-stmts": "enable-cache-prepared-statement",
-}
+# URI parameter -> [sink.mysql-config] key (TiCDC's urlConfig and MySQLConfig tags): the same name but for these
+_URI_NAMES: Final = {"enable-batch-dml": "batch-dml-enable", "enable-multi-statement": "multi-stmt-enable",
+                     "enable-cache-prepared-statement": "cache-prep-stmts"}  # fmt: skip
+MYSQL_CONFIG_KEYS: Final = frozenset(sink_keys.MYSQL_CONFIG)
+URI_TO_TOML: Final = {_URI_NAMES.get(key, key): key for key in sink_keys.MYSQL_CONFIG}
 URI_PARAMS: Final = frozenset({*URI_TO_TOML, "safe-mode", "has-vector-type", "enable-old-value", "bulk-load"})
-MYSQL_CONFIG_KEYS: Final = frozenset(URI_TO_TOML.values())
 # (default, TiCDC's upper bound, smallest allowed)
 _COUNTS: Final = {
     "worker-count": (16, 1024, 1),
@@ -120,7 +106,7 @@ class MysqlSinkConfig:
             if key not in URI_PARAMS:
                 raise ConfigError(f"unknown MySQL sink URI parameter {key!r}; allowed: {', '.join(sorted(URI_PARAMS))}",
                                   code=ERR)  # fmt: skip
-        sink = table(doc, "sink", "the changefeed config", SINK_KEYS)
+        sink = table(doc, "sink", "the changefeed config", sink_keys.SINK_KEYS)
         src = Sources(params, {SINK: sink, MYSQL: table(sink, "mysql-config", SINK, MYSQL_CONFIG_KEYS)})
         v: dict[str, Any] = {"scheme": scheme}
         for key, (default, upper, lower) in _COUNTS.items():
