@@ -18,7 +18,7 @@ from __future__ import annotations
 import math
 import tomllib
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from types import MappingProxyType
 from typing import Any
@@ -31,6 +31,8 @@ from sparkcdc.errors import ConfigError
 from sparkcdc.filter.event_filter import EventFilter, EventFilterRule
 from sparkcdc.filter.system_schemas import is_system_schema
 from sparkcdc.filter.table_filter import TableFilter
+from sparkcdc.model.ddl_action import DDLAction
+from sparkcdc.model.events import DDLEvent
 from sparkcdc.model.table import TableInfo
 from sparkcdc.storage import duration as go_duration
 
@@ -364,7 +366,8 @@ class ReplicaConfig:
 
     def replicated(self, tables: Iterable[TableInfo]) -> list[TableInfo]:
         """The tables of ``tables`` whose rows this changefeed replicates: matched by the filter rules, outside the
-        system schemas, and with a handle key unless ``force-replicate`` (TiCDC's eligible tables)."""
+        system schemas, and with a handle key unless ``force-replicate`` (TiCDC's eligible tables; their DDLs:
+        :func:`replicated_ddl`)."""
         wanted = self.table_filter()
         return [t for t in tables if not is_system_schema(t.schema) and wanted.match_table(t.schema, t.table)
                 and (t.is_eligible or self.force_replicate)]  # fmt: skip
@@ -438,6 +441,23 @@ class ReplicaConfig:
             raise ConfigError("replica_config must be a JSON object", code=ERR_REPLICA_CONFIG)
         # JSON null means "not set" in TiCDC's API (Go nil pointers), at any depth
         return cls.from_toml(_drop_nulls(_keys_from_api(dict(api))))
+
+
+def replicated_ddl(ddl: DDLEvent, force_replicate: bool) -> DDLEvent | None:
+    """A table's DDL (one the filter rules matched) as a sink must see it under TiCDC's eligibility rule (tiflow's DDL
+    puller, ``checkIneligibleTableDDL``): without ``force-replicate`` a table without a handle key is not replicated,
+    and neither are its DDLs. None for a DDL of a table without a key after it that had none before it (or did not
+    exist: its CREATE TABLE, TRUNCATE, RENAME, ALTER); a table that gains a key is replicated from that DDL on, which
+    a sink then sees without the table before it (a CREATE TABLE: nothing of the table was replicated before). A
+    table losing its only key is passed on for the sink to refuse (TiCDC fails the changefeed there too); DROP TABLE
+    and database DDLs are passed on as they are."""
+    info, pre = ddl.table_info, ddl.pre_table_info
+    if force_replicate or info is None or ddl.action is DDLAction.DROP_TABLE:
+        return ddl
+    was = pre is not None and pre.is_eligible
+    if not info.is_eligible:
+        return ddl if was else None
+    return ddl if was or pre is None else replace(ddl, pre_table_info=None)
 
 
 def _replace(cfg: ReplicaConfig, **changes: Any) -> ReplicaConfig:

@@ -17,6 +17,7 @@ from sparkcdc.sink.lake.config import LakeSinkConfig
 def test_delta_uri() -> None:
     cfg = sink_config("delta:///data/lake/?flush-interval=500ms&worker-count=8")
     assert cfg == LakeSinkConfig(LakeLocation("delta", "/data/lake"), 0.5, 8)
+    assert sink_config("delta:///data/lake", {"force-replicate": True}).force_replicate  # the changefeed's TOML
 
 
 def test_iceberg_uri_with_a_catalog_keeps_its_password_out_of_repr() -> None:

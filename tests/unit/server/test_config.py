@@ -12,9 +12,11 @@ from sparkcdc.changefeed.config import (
     merge_documents,
     parse_duration,
     read_toml_file,
+    replicated_ddl,
 )
 from sparkcdc.errors import ConfigError
-from sparkcdc.model.events import RowChange, RowOp
+from sparkcdc.model.ddl_action import DDLAction
+from sparkcdc.model.events import DDLEvent, RowChange, RowOp
 from sparkcdc.model.table import ColumnInfo, TableInfo
 
 FULL = """
@@ -72,6 +74,28 @@ def test_the_replicated_tables_are_the_matched_eligible_ones_unless_force_replic
     rules = {"filter": {"rules": ["app.*", "mysql.*"]}}
     assert ReplicaConfig.from_toml(rules).replicated(tables) == [keyed]
     assert ReplicaConfig.from_toml({**rules, "force-replicate": True}).replicated(tables) == [keyed, keyless]
+
+
+def test_ddls_of_a_table_without_a_key_are_replicated_as_its_rows_are() -> None:
+    """TiCDC's DDL puller: without force-replicate the DDLs of a table without a key after them and before them (or
+    created without one) are dropped; a table gaining a key is replicated from its DDL on, as if created there; one
+    losing its only key is passed on (the sink refuses it); DROP TABLE always passes."""
+    key = ColumnInfo("id", "int", nullable=False, primary_key=True, handle_key=True)
+    keyed, keyless = TableInfo("app", "t", 1, (key,)), TableInfo("app", "t", 1, (ColumnInfo("id", "int"),))
+
+    def ddl(action: DDLAction, post: TableInfo | None, pre: TableInfo | None = None) -> DDLEvent:
+        return DDLEvent(10, action, "q", "app", "t", post, pre)
+
+    create, alter = ddl(DDLAction.CREATE_TABLE, keyless), ddl(DDLAction.ADD_COLUMN, keyless, keyless)
+    assert replicated_ddl(create, False) is None and replicated_ddl(alter, False) is None
+    assert replicated_ddl(create, True) == create and replicated_ddl(alter, True) == alter
+    gains = ddl(DDLAction.ADD_PRIMARY_KEY, keyed, keyless)
+    assert replicated_ddl(gains, False) == ddl(DDLAction.ADD_PRIMARY_KEY, keyed)
+    assert replicated_ddl(gains, True) == gains
+    for kept in (ddl(DDLAction.DROP_PRIMARY_KEY, keyless, keyed), ddl(DDLAction.ADD_COLUMN, keyed, keyed),
+                 ddl(DDLAction.CREATE_TABLE, keyed), ddl(DDLAction.DROP_TABLE, keyless, keyless),
+                 ddl(DDLAction.DROP_TABLE, None), ddl(DDLAction.CREATE_SCHEMA, None)):  # fmt: skip
+        assert replicated_ddl(kept, False) == kept
 
 
 def test_full_document(tmp_path: Path) -> None:
