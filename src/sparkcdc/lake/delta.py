@@ -23,7 +23,10 @@ from sparkcdc.model import TableInfo
 
 COMMIT_TS = "sparkcdc.commit-ts"
 MAINTENANCE = "sparkcdc.maintenance"  # commit info of a compaction (sparkcdc.lake.maintenance)
-OP_COLUMN = "_sparkcdc_op"
+# The MERGE source's own column ('u': upsert the row, 'd': delete its key), beside the table's columns: named longer
+# than the 64 characters MySQL allows a column name, so that no upstream column can have its name (delta-rs's merge
+# and its SQL predicates take such a name).
+OP_COLUMN = "_sparkcdc_merge_op_named_longer_than_any_mysql_column_so_none_can_clash"
 _BAD_NAME = re.compile(r"[ ,;{}()\n\t=]")  # what Delta refuses in a column name without column mapping
 
 

@@ -35,6 +35,20 @@ def test_merge_upserts_and_deletes(uri: str) -> None:
     assert rows_of(uri, 9) == []
 
 
+def test_a_column_named_like_the_merges_working_column_replicates(uri: str) -> None:
+    """Delta's MERGE source carries its own op column; no MySQL column can be named like it (its name is longer than
+    MySQL's 64 characters), so a table with a column named as it once was (``_sparkcdc_op``) merges as any other."""
+    from sparkcdc.lake.delta import OP_COLUMN
+
+    assert len(OP_COLUMN) > 64
+    k = table(key_col("id"), ColumnInfo("_sparkcdc_op", "varchar"), ColumnInfo("_SparkCDC_Op_", "varchar"))
+    t = lake(uri)
+    apply(t, [ins(10, 1, "a", "x", t=k), ins(10, 2, "b", "y", t=k), ins(10, 3, "d", "z", t=k)])
+    apply(t, [upd(20, (1, "a", "x"), (1, "u", "x2"), t=k), dele(20, 3, "d", "z", t=k), ins(20, 4, "u", "w", t=k)])
+    assert rows_of(uri, 20) == [(1, "u", "x2"), (2, "b", "y"), (4, "u", "w")]
+    assert read_as_of(uri, "db.t", 20).column_names == ["id", "_sparkcdc_op", "_SparkCDC_Op_"]
+
+
 def test_a_replayed_batch_applies_nothing(uri: str) -> None:
     t = lake(uri)
     batch = [ins(10, 1, "a"), upd(11, (1, "a"), (1, "b"))]
