@@ -7,8 +7,9 @@ widened columns evolve it too (Delta: a rewrite of the table in one commit; Iceb
 DDL that leaves the lake schema as it was (indexes, comments, VARCHAR(10) -> VARCHAR(20)) changes nothing. RENAME
 TABLE copies the table to its new name and empties the old one. A change neither format can express (a narrowing
 type change, a table gaining or losing its only key) fails the changefeed, since replicating on would write rows
-the table's schema no longer describes. Every change commits with the DDL's commit-ts, so a replayed DDL is
-applied once.
+the table's schema no longer describes (a sink's table that gains a key after being left out without one, no
+``force-replicate``, comes here as its CREATE TABLE: :func:`~sparkcdc.changefeed.config.replicated_ddl`). Every
+change commits with the DDL's commit-ts, so a replayed DDL is applied once.
 """
 
 from __future__ import annotations
