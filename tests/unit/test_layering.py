@@ -16,7 +16,7 @@ ROOT = Path(sparkcdc.__file__).parent
 
 # package -> packages it must never import (at module level or inside a function)
 FORBIDDEN = {
-    "mysql": ("consumer", "sink", "redo", "pipeline", "server", "cli"),
+    "mysql": ("capture", "consumer", "sink", "redo", "pipeline", "server", "cli"),  # capture parses its URI here
     "model": ("consumer", "sink", "redo", "mysql", "pipeline", "server", "cli", "storage", "capture"),
     "redo": ("consumer", "sink", "pipeline", "server", "cli"),
     "sink": ("consumer", "pipeline", "server", "cli"),

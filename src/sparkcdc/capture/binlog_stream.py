@@ -31,12 +31,14 @@ _QUEUE_EVENTS = 512  # bounded: at most this many events are buffered between th
 
 @dataclass(frozen=True)
 class PullerConfig:
-    """Connection and relay settings. ``password`` never appears in repr/str."""
+    """Connection and relay settings. ``password`` never appears in repr/str. ``ssl``: pymysql's TLS settings from
+    the upstream URI (``MysqlTarget.client_args``), None for none asked."""
 
     host: str
     port: int
     user: str
     password: str = field(default="", repr=False)
+    ssl: dict[str, Any] | None = field(default=None, repr=False)
     data_dir: str = ""
     server_id: int = 1001
     heartbeat_s: float = 1.0
@@ -56,14 +58,21 @@ class PullerConfig:
 
 
 def connect(config: PullerConfig) -> Any:
-    """A pymysql connection to the upstream; UpstreamError (retryable) when it cannot be opened."""
+    """A pymysql connection to the upstream (TLS as ``config.ssl`` says); UpstreamError when it cannot be opened:
+    retryable for the server's or the network's refusal (a TLS handshake's too), final when the TLS files went
+    missing since the URI was checked."""
     c = config
     try:
         return pymysql.connect(host=c.host, port=c.port, user=c.user, password=c.password, charset="utf8mb4",
-                               connect_timeout=10, read_timeout=max(c.heartbeat_s * 5, 10), autocommit=True)
+                               connect_timeout=10, read_timeout=max(c.heartbeat_s * 5, 10), autocommit=True,
+                               ssl=c.ssl)  # fmt: skip
     except pymysql.err.OperationalError as e:
         raise UpstreamError(f"cannot connect to upstream {c.host}:{c.port} as {c.user}: {e.args[-1]}",
                             retryable=True) from e
+    except OSError as e:  # pymysql loads the TLS files before connecting
+        raise UpstreamError(f"cannot connect to upstream {c.host}:{c.port}: its TLS files cannot be used "
+                            f"({type(e).__name__}: {e.strerror or e}); check ssl-ca, ssl-cert and ssl-key in "
+                            "--upstream", code="CDC:ErrInvalidServerOption", retryable=False) from None  # fmt: skip
 
 
 def query(config: PullerConfig, sql: str, args: Any = None) -> list[tuple[Any, ...]]:

@@ -20,9 +20,9 @@ from typing import Any
 from sparkcdc.capture.position import BinlogPosition
 from sparkcdc.capture.puller import BOOTSTRAP_FILE
 from sparkcdc.capture.relay_log import Progress, RelayLog
-from sparkcdc.capture.upstream import parse_mysql_uri
 from sparkcdc.changefeed.runner import SharedCaptureState
 from sparkcdc.errors import SparkcdcError, UpstreamError
+from sparkcdc.mysql.target import MysqlTarget
 
 log = logging.getLogger(__name__)
 
@@ -38,7 +38,7 @@ class CaptureThread:
 
     def __init__(self, upstream_uri: str, capture_dir: Path, segment_bytes: int = 256 << 20,
                  shared: SharedCaptureState | None = None, follow: bool = False) -> None:  # fmt: skip
-        self.args = parse_mysql_uri(upstream_uri)
+        self.args = MysqlTarget.parse(upstream_uri, upstream=True).client_args()
         self.capture_dir = capture_dir
         self.segment_bytes = segment_bytes
         self.shared = shared

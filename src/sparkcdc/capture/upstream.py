@@ -1,8 +1,9 @@
 """Upstream probes used to validate start-ts: the current TSO and the oldest TSO the upstream still retains.
 
 ``ClockUpstream`` uses this machine's clock and retains everything (no upstream configured). ``MySQLUpstream``
-asks a MySQL/MariaDB server (``--upstream mysql://user:pass@host:port``): its clock for the current TSO and
-the first event of its oldest binary log for the retention bound. The pipeline's runner may reuse them.
+asks a MySQL/MariaDB server (``--upstream mysql://user:pass@host:port``, parsed by ``MysqlTarget.parse(uri,
+upstream=True)`` as every upstream connection is, TLS included): its clock for the current TSO and the first event
+of its oldest binary log for the retention bound. The pipeline's runner may reuse them.
 """
 
 from __future__ import annotations
@@ -10,10 +11,10 @@ from __future__ import annotations
 import logging
 import time
 from typing import Any, Protocol
-from urllib.parse import unquote, urlsplit
 
-from sparkcdc.errors import ConfigError, UpstreamError
+from sparkcdc.errors import UpstreamError
 from sparkcdc.model import tso
+from sparkcdc.mysql.target import MysqlTarget
 
 log = logging.getLogger(__name__)
 
@@ -34,31 +35,13 @@ class ClockUpstream:
         return 0
 
 
-def parse_mysql_uri(uri: str) -> dict[str, Any]:
-    """``mysql://user:pass@host:port`` -> pymysql connect kwargs. Raises ConfigError (password masked)."""
-    try:
-        parts = urlsplit(uri)
-        port = parts.port or 3306
-    except ValueError as e:
-        raise ConfigError(f"invalid upstream URI: {e}") from e
-    if parts.scheme not in {"mysql", "mariadb", "tidb"}:
-        raise ConfigError(f"invalid upstream URI scheme {parts.scheme!r}; use mysql://user:password@host:port")
-    if not parts.hostname:
-        raise ConfigError("invalid upstream URI: missing host; use mysql://user:password@host:port")
-    return {
-        "host": parts.hostname,
-        "port": port,
-        "user": unquote(parts.username or "root"),
-        "password": unquote(parts.password or ""),
-    }
-
-
 class MySQLUpstream:
     """Probe a MySQL-compatible server. Raises UpstreamError (retryable) when it cannot be reached."""
 
     def __init__(self, uri: str) -> None:
-        self._conn_args = parse_mysql_uri(uri)
-        self._where = f"{self._conn_args['host']}:{self._conn_args['port']}"
+        target = MysqlTarget.parse(uri, upstream=True)
+        self._conn_args = target.client_args()
+        self._where = f"{target.host}:{target.port}"
 
     def __repr__(self) -> str:
         return f"MySQLUpstream({self._where})"

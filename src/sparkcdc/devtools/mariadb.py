@@ -78,10 +78,13 @@ class Connection:
 class MariaDB:
     """One private server under ``directory`` (data dir, socket, pid file, error log)."""
 
-    def __init__(self, directory: str | os.PathLike[str], port: int | None = None, server_id: int = 1) -> None:
+    def __init__(self, directory: str | os.PathLike[str], port: int | None = None, server_id: int = 1,
+                 tls: tuple[str, str, str] | None = None) -> None:  # fmt: skip
+        """``tls``: (CA, certificate, key) PEM files; the server then offers TLS (a user may REQUIRE SSL)."""
         self.dir = Path(directory).resolve()
         self.port = port
         self.server_id = server_id
+        self.tls = tls
         self._proc: subprocess.Popen[bytes] | None = None
 
     # -- paths -----------------------------------------------------------------------------------
@@ -165,6 +168,8 @@ class MariaDB:
             "--skip-name-resolve",
             "--explicit-defaults-for-timestamp=ON",
         ]
+        if self.tls:
+            cmd += [f"--ssl-ca={self.tls[0]}", f"--ssl-cert={self.tls[1]}", f"--ssl-key={self.tls[2]}"]
         out = open(self.dir / "mariadbd.out", "ab")  # noqa: SIM115 - owned by the child process
         self._proc = subprocess.Popen(cmd, stdout=out, stderr=subprocess.STDOUT, start_new_session=True)
         out.close()

@@ -18,7 +18,7 @@ import logging
 import re
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import parse_qsl, unquote, urlsplit
+from urllib.parse import SplitResult, parse_qsl, unquote, urlsplit
 
 from sparkcdc.errors import ConfigError, SparkcdcError
 from sparkcdc.masking import mask_uri, mask_value
@@ -44,6 +44,10 @@ _IGNORED_PARAMS = frozenset(
     }
 )
 _KNOWN_PARAMS = _IGNORED_PARAMS | {"time-zone", "ssl-ca", "ssl-cert", "ssl-key", "connect-timeout", "bulk-load"}
+SCHEMES = ("mysql", "tidb", "mariadb", "mysql+ssl", "tidb+ssl")
+# What ``cdc server --upstream`` takes: TLS only (the sink's other parameters tune writes).
+UPSTREAM_PARAMS = frozenset({"ssl-ca", "ssl-cert", "ssl-key"})
+UPSTREAM_FORM = "mysql://user:password@host:port[?ssl-ca=FILE[&ssl-cert=FILE&ssl-key=FILE]] or mysql+ssl://..."
 
 # The write session's sql_mode, replacing the server's whole mode so every downstream behaves alike.
 # STRICT_ALL_TABLES: a value a column cannot hold fails the statement (transactional or not) instead of being
@@ -81,17 +85,23 @@ class MysqlTarget:
     tls: bool = False  # mysql+ssl:// or tidb+ssl://: TLS even without ssl-ca (server certificate not verified)
 
     @classmethod
-    def parse(cls, uri: str) -> MysqlTarget:
-        """Parse ``mysql://user:pass@host:port/db?params`` (also ``tidb://``, ``mariadb://``).
+    def parse(cls, uri: str, *, upstream: bool = False) -> MysqlTarget:
+        """Parse ``mysql://user:pass@host:port/db?params`` (also ``tidb://``, ``mariadb://`` and the ``+ssl`` schemes).
+
+        ``upstream``: the URI is ``cdc server --upstream``, the server whose binlog is captured. It takes only the
+        TLS parameters (``UPSTREAM_PARAMS``) and no database (capture reads every database's binlog), and its
+        errors carry ``CDC:ErrInvalidServerOption`` as TiCDC's server options do.
 
         Raises ConfigError naming the problem (never echoing the password).
         """
+        if upstream:
+            return cls._parse_upstream(uri)
         try:
             parts = urlsplit(uri.strip())
             port = parts.port
         except ValueError as e:
             raise ConfigError(f"invalid MySQL URI {mask_uri(uri)!r}: {e}", code="CDC:ErrMySQLInvalidConfig") from e
-        if parts.scheme.lower() not in ("mysql", "tidb", "mariadb", "mysql+ssl", "tidb+ssl"):
+        if parts.scheme.lower() not in SCHEMES:
             raise ConfigError(
                 f"unsupported downstream scheme {parts.scheme!r} in {mask_uri(uri)!r}; use mysql:// or tidb://",
                 code="CDC:ErrMySQLInvalidConfig",
@@ -113,13 +123,47 @@ class MysqlTarget:
         if bulk not in ("true", "false"):
             raise ConfigError(f"invalid bulk-load {bulk!r} in MySQL URI: use true or false",
                               code="CDC:ErrMySQLInvalidConfig")  # fmt: skip
+        if bad := _tls_file_problem(given):
+            raise ConfigError(f"invalid {bad[0]} in MySQL URI: {bad[1]}", code="CDC:ErrMySQLInvalidConfig")
+        return cls._of(parts, port, params)
+
+    @classmethod
+    def _parse_upstream(cls, uri: str) -> MysqlTarget:
+        def invalid(problem: str, fix: str = f"use {UPSTREAM_FORM}") -> ConfigError:
+            return ConfigError(f"invalid upstream URI {mask_uri(uri)!r}: {problem}; {fix}",
+                               code="CDC:ErrInvalidServerOption")  # fmt: skip
+
         try:
-            check_tls_files(*(given.get(f"ssl-{k}", "") for k in ("ca", "cert", "key")))
-        except TlsFileError as e:
-            raise ConfigError(f"invalid ssl-{e.which} {mask_value(f'ssl-{e.which}', given[f'ssl-{e.which}'])!r} in "
-                              f"MySQL URI: {e.reason}", code="CDC:ErrMySQLInvalidConfig") from None  # fmt: skip
+            parts = urlsplit(uri.strip())
+            port = parts.port
+        except ValueError as e:
+            raise invalid(str(e)) from None
+        if parts.scheme.lower() not in SCHEMES:
+            raise invalid(f"unsupported scheme {parts.scheme!r}")
+        if not parts.hostname:
+            raise invalid("no host")
+        if unquote(parts.path.strip("/")):
+            raise invalid(f"it names database {unquote(parts.path.strip('/'))!r}, but capture reads every database's "
+                          "binlog", "drop the path and choose tables with the changefeed's [filter] rules")  # fmt: skip
+        params = tuple(parse_qsl(parts.query, keep_blank_values=True))
+        for i, (key, value) in enumerate(params):
+            if key not in UPSTREAM_PARAMS:
+                raise invalid(f"unknown parameter {key!r}", f"use one of: {', '.join(sorted(UPSTREAM_PARAMS))}")
+            if not value:
+                raise invalid(f"parameter {key!r} has no value", "give the PEM file's path")
+            if any(k == key for k, _ in params[:i]):
+                raise invalid(f"parameter {key!r} is given twice", "give it once")
+        given = dict(params)
+        if (given.get("ssl-cert") or given.get("ssl-key")) and not given.get("ssl-ca"):
+            raise invalid("ssl-cert and ssl-key need ssl-ca", "add ssl-ca, the CA that verifies the server")
+        if bad := _tls_file_problem(given):
+            raise invalid(f"{bad[0]}: {bad[1]}", "give a readable PEM file (on every Spark worker too)")
+        return cls._of(parts, port, params)
+
+    @classmethod
+    def _of(cls, parts: SplitResult, port: int | None, params: tuple[tuple[str, str], ...]) -> MysqlTarget:
         return cls(
-            host=parts.hostname,
+            host=parts.hostname or "",
             port=port or 3306,
             user=unquote(parts.username) if parts.username else "root",
             password=unquote(parts.password) if parts.password else "",
@@ -148,6 +192,12 @@ class MysqlTarget:
             return {"check_hostname": False, "verify_mode": False} if self.tls else None
         return {k: v for k, v in files.items() if v}
 
+    def client_args(self) -> dict[str, Any]:
+        """pymysql's connect arguments for where this server is, who logs in and how (``ssl``: None for no TLS
+        asked; then pymysql still uses TLS, unverified, when the server offers it)."""
+        return {"host": self.host, "port": self.port, "user": self.user, "password": self.password,
+                "ssl": self._ssl()}  # fmt: skip
+
     def __str__(self) -> str:
         auth = f"{self.user}:******@" if self.password else f"{self.user}@"
         return f"mysql://{auth}{self.host}:{self.port}/{self.database}"
@@ -161,15 +211,11 @@ class MysqlTarget:
 
         try:
             return (OwnFileConnection if extra.get("local_infile") else pymysql.connect)(
-                host=self.host,
-                port=self.port,
-                user=self.user,
-                password=self.password,
+                **self.client_args(),
                 database=(self.database if database is None else database) or None,
                 charset="utf8mb4",
                 autocommit=autocommit,
                 connect_timeout=int(self.param("connect-timeout", "10") or 10),
-                ssl=self._ssl(),
                 **extra,
             )
         except pymysql.MySQLError as e:
@@ -223,6 +269,17 @@ class MysqlTarget:
                 code="CDC:ErrMySQLInvalidConfig",
             )
         return conn
+
+
+def _tls_file_problem(given: dict[str, str]) -> tuple[str, str] | None:
+    """The ``ssl-ca``/``ssl-cert``/``ssl-key`` setting (with its value, masked as a secret's) whose file a TLS client
+    cannot load, and why; None when all given load (``sparkcdc.tls_files``)."""
+    try:
+        check_tls_files(*(given.get(f"ssl-{k}", "") for k in ("ca", "cert", "key")))
+    except TlsFileError as e:
+        key = f"ssl-{e.which}"
+        return f"{key} {mask_value(key, given[key])!r}", e.reason
+    return None
 
 
 _OFFSET = re.compile(r"([+-])(\d{1,2}):(\d{2})")

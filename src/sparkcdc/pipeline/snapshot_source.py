@@ -71,8 +71,8 @@ def make_plan(spec: FeedSpec) -> snapshot_state.SnapshotPlan:
 
     from sparkcdc.capture.schema_history import SchemaHistory
     from sparkcdc.capture.snapshot_plan import plan_table
-    from sparkcdc.capture.upstream import parse_mysql_uri
     from sparkcdc.errors import UpstreamError
+    from sparkcdc.mysql.target import MysqlTarget
 
     replica = spec.replica_config()
     tables = replica.replicated(SchemaHistory.load(spec.capture_dir).tables_at(spec.start_ts))
@@ -80,7 +80,7 @@ def make_plan(spec: FeedSpec) -> snapshot_state.SnapshotPlan:
     chunk_size = replica.snapshot.chunk_size
     chunks: list[Chunk] = []
     try:
-        conn = pymysql.connect(**parse_mysql_uri(spec.upstream_uri), charset="utf8mb4")
+        conn = pymysql.connect(**MysqlTarget.parse(spec.upstream_uri, upstream=True).client_args(), charset="utf8mb4")
         try:
             with conn.cursor() as cur:
                 for t in tables:
@@ -140,7 +140,7 @@ def read(spec: FeedSpec, partition: SnapshotPartition, transform: ChunkTransform
     where the read's snapshot sits in the binlog and the keys it read (``snapshot_handover``)."""
     from sparkcdc.capture.decode import resolve_tz
     from sparkcdc.capture.snapshot_reader import read_chunk
-    from sparkcdc.capture.upstream import parse_mysql_uri
+    from sparkcdc.mysql.target import MysqlTarget
     from sparkcdc.pipeline.snapshot_handover import key_hasher, pack_keys
 
     chunk = partition.chunk
@@ -151,8 +151,9 @@ def read(spec: FeedSpec, partition: SnapshotPartition, transform: ChunkTransform
 
     def counted() -> Iterator[Any]:
         nonlocal rows, at
-        reader = read_chunk(parse_mysql_uri(spec.upstream_uri), chunk, partition.table, partition.commit_ts,
-                            resolve_tz(spec.tz), partition.not_before)  # fmt: skip
+        upstream = MysqlTarget.parse(spec.upstream_uri, upstream=True)  # on an executor: its TLS files must be here
+        reader = read_chunk(upstream.client_args(), chunk, partition.table, partition.commit_ts, resolve_tz(spec.tz),
+                            partition.not_before)  # fmt: skip
         while True:
             try:
                 ev = next(reader)

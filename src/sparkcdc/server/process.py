@@ -13,11 +13,11 @@ import zlib
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from sparkcdc.capture.upstream import parse_mysql_uri
 from sparkcdc.changefeed.runner import ChangefeedRunner, RunnerContext
 from sparkcdc.errors import ConfigError, SparkcdcError
 from sparkcdc.local_file import private_dir
 from sparkcdc.masking import mask_uri
+from sparkcdc.mysql.target import MysqlTarget
 from sparkcdc.server.capture_state import EtcdCaptureState
 from sparkcdc.server.changefeed import ChangefeedManager
 from sparkcdc.server.cluster import EtcdMembership, Membership, SingleNode, request_timeout
@@ -103,8 +103,8 @@ def upstream_id(uri: str | None) -> int:
     """A stable id of the upstream (TiCDC shows the PD cluster id): CRC of host:port, 0 without upstream."""
     if not uri:
         return 0
-    args = parse_mysql_uri(uri)
-    return zlib.crc32(f"{args['host']}:{args['port']}".encode()) | (1 << 40)
+    target = MysqlTarget.parse(uri, upstream=True)
+    return zlib.crc32(f"{target.host}:{target.port}".encode()) | (1 << 40)
 
 
 def listen(host: str, port: int) -> socket.socket:
@@ -240,7 +240,7 @@ def run_server(opts: ServerOptions) -> None:
     host, port = parse_addr(opts.addr)
     tz = parse_tz(opts.tz)
     if opts.upstream:
-        parse_mysql_uri(opts.upstream)
+        MysqlTarget.parse(opts.upstream, upstream=True)  # a bad URI or TLS file: one error line before anything runs
     if opts.pd:
         parse_endpoints(opts.pd)
     if opts.log_file:

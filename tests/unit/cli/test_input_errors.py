@@ -132,6 +132,16 @@ def test_server_log_file_under_a_file(
     assert "cannot use --log-file" in line
 
 
+@pytest.mark.parametrize("query", ["?ssl-ca=/nonexistent/ca.pem", "?sslca=/ca.pem"])
+def test_server_upstream_with_a_bad_parameter(
+    query: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    line = run_cdc(monkeypatch, capsys, "server", "--runner", "noop", "--data-dir", str(tmp_path / "data"),
+                   "--upstream", f"mysql://cdc:TOPSECRET@127.0.0.1:1{query}")  # fmt: skip
+    assert line.startswith("Error: [CDC:ErrInvalidServerOption] invalid upstream URI 'mysql://cdc:xxxxx@"), line
+    assert "TOPSECRET" not in line and not (tmp_path / "data").exists()  # refused before anything started
+
+
 def test_server_that_is_not_a_cdc_server() -> None:
     client = APIClient(UNREACHABLE)
     client._http = httpx.Client(
