@@ -1,6 +1,7 @@
-"""Capture over TLS: an upstream URI with ``ssl-ca`` makes every upstream connection (the binlog replica connection,
-the puller's queries, the start-ts probes) use TLS that verifies the server. The server's cdc user is ``REQUIRE SSL``,
-so it refuses that user without TLS; a CA that did not sign the server's certificate is refused by the client."""
+"""Capture over TLS: an upstream URI with ``ssl-ca``/``ssl-cert``/``ssl-key`` makes every upstream connection (the
+binlog replica connection, the puller's queries, the start-ts probes) use TLS that verifies the server and presents the
+client certificate. The server's cdc user is ``REQUIRE X509``, so it refuses that user without TLS or without the
+certificate; a CA that did not sign the server's certificate is refused by the client."""
 
 from __future__ import annotations
 
@@ -28,11 +29,12 @@ def upstream(db: MariaDB, query: str) -> str:
 
 
 def test_the_puller_captures_over_verified_tls(tls_mariadb: MariaDB, pem: PemFiles, tmp_path: Path) -> None:
-    with pytest.raises(pymysql.err.OperationalError) as plain:  # pymysql would use TLS unasked: disable it
-        pymysql.connect(**tls_mariadb.connect_kwargs(CDC_USER), ssl_disabled=True)
-    assert plain.value.args[0] == 1045  # access denied: this user must use TLS
+    for without in ({"ssl_disabled": True}, {"ssl": {"ca": pem.ca}}):  # no TLS; TLS without a client certificate
+        with pytest.raises(pymysql.err.OperationalError) as refused:
+            pymysql.connect(**tls_mariadb.connect_kwargs(CDC_USER), **without)
+        assert refused.value.args[0] == 1045  # access denied
 
-    uri = upstream(tls_mariadb, f"?ssl-ca={pem.ca}")
+    uri = upstream(tls_mariadb, f"?ssl-ca={pem.ca}&ssl-cert={pem.cert}&ssl-key={pem.key}")
     config = PullerConfig(data_dir=str(tmp_path / "relay"),
                           **MysqlTarget.parse(uri, upstream=True).client_args())  # fmt: skip
     ((_, cipher),) = query(config, "SHOW SESSION STATUS LIKE 'Ssl_cipher'")
@@ -58,7 +60,8 @@ def test_the_puller_captures_over_verified_tls(tls_mariadb: MariaDB, pem: PemFil
 
 def test_a_ca_that_did_not_sign_the_server_is_refused(tls_mariadb: MariaDB, pem: PemFiles, tmp_path: Path) -> None:
     # pem.cert is a certificate the CA signed, not the CA: it cannot vouch for the server's certificate
-    args = MysqlTarget.parse(upstream(tls_mariadb, f"?ssl-ca={pem.cert}"), upstream=True).client_args()
+    uri = upstream(tls_mariadb, f"?ssl-ca={pem.cert}&ssl-cert={pem.cert}&ssl-key={pem.key}")
+    args = MysqlTarget.parse(uri, upstream=True).client_args()
     puller = Puller(PullerConfig(data_dir=str(tmp_path / "relay"), **args))
     try:
         with pytest.raises(UpstreamError, match="CERTIFICATE_VERIFY_FAILED") as refused:
