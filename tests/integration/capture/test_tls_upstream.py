@@ -24,8 +24,8 @@ from tests.integration.capture.conftest import decode_all, for_schema
 pytestmark = pytest.mark.integration
 
 
-def upstream(db: MariaDB, query: str) -> str:
-    return f"mysql://{CDC_USER}:{CDC_PASSWORD}@127.0.0.1:{db.port}{query}"
+def upstream(db: MariaDB, params: str) -> str:
+    return f"mysql://{CDC_USER}:{CDC_PASSWORD}@127.0.0.1:{db.port}{params}"
 
 
 def test_the_puller_captures_over_verified_tls(tls_mariadb: MariaDB, pem: PemFiles, tmp_path: Path) -> None:
