@@ -1,4 +1,5 @@
-"""MySQL/MariaDB downstream URIs (``mysql://user:pass@host:port/?params``), connections and write sessions.
+"""MySQL/MariaDB URIs (``mysql://user:pass@host:port/?params``: downstreams, and with ``upstream=True`` the
+``cdc server --upstream``), connections and write sessions.
 
 TiCDC's MySQL sink URI shape is kept: credentials in the authority, sink options as query parameters.
 Only the parameters the consumer uses are accepted; an unknown one is an error naming it. The password

@@ -8,7 +8,8 @@ from pathlib import Path
 
 import pytest
 
-from sparkcdc.errors import ConfigError
+from sparkcdc.capture.binlog_stream import PullerConfig, connect
+from sparkcdc.errors import ConfigError, UpstreamError
 from sparkcdc.mysql.target import MysqlTarget
 from tests.fixtures.tls import PemFiles
 
@@ -64,3 +65,11 @@ def test_bad_upstream_uri_is_one_line(uri: str, message: str, pem: PemFiles) -> 
 def test_downstream_uris_still_take_the_sinks_parameters() -> None:
     t = MysqlTarget.parse("mysql://u:p@h:1/db?safe-mode=true&ssl-ca=")
     assert (t.database, t.param("safe-mode")) == ("db", "true")
+
+
+def test_tls_files_gone_since_the_check_are_a_final_error(tmp_path: Path) -> None:
+    config = PullerConfig(host="127.0.0.1", port=1, user="u", password="SECRET", data_dir=str(tmp_path),
+                          ssl={"ca": str(tmp_path / "gone.pem")})  # fmt: skip
+    with pytest.raises(UpstreamError, match="its TLS files cannot be used") as e:
+        connect(config)  # pymysql loads the CA before it dials: nothing listens on port 1
+    assert e.value.code == "CDC:ErrInvalidServerOption" and e.value.permanent and "SECRET" not in e.value.message
