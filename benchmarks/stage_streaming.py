@@ -1,30 +1,54 @@
 """Does a Python streaming source stream into a Python streaming sink of the same task (no shuffle in between)?
 
     .venv/bin/python benchmarks/stage_streaming.py [--rows 100000] [--payload 100] [--partitions 2]
-                                                   [--writer-us 20] [--configs default,16,...]
+                                                   [--writer-us 20] [--arrow-rows 16] [--configs 16,default,...]
+                                                   [--wait-after N --wait-s 10]
 
 The shape ``pipeline/query.py`` builds when ``route_aligned``: ``readStream.format(<python source>)`` written by
 ``writeStream.format(<python sink>)`` with no ``repartition``, so one task runs the source's ``read`` of a partition
-and the sink's ``write`` of the same partition. Spark runs them in two Python worker processes of that task (the
-reader's function and the writer's function are two separate ``MapInArrow``-style evaluations, with the JVM moving
-Arrow batches from one to the other), so the question is how far the reader runs ahead of the writer.
+and the sink's ``write`` of the same partition. Spark (4.3) runs them in two Python workers of that task: the JVM's
+partition reader (``PythonStreamingPartitionReaderFactory``) evaluates the read function as a map-in-Arrow over the
+pickled partition, and ``PythonBatchWriterFactory.writeAll`` feeds the rows it yields straight into a second
+map-in-Arrow evaluation (the write function), one row iterator, no stage barrier. The question is how far the reader
+runs ahead of the writer.
 
 Measured with orderings and counts, not wall times (robust to a loaded machine): each reader publishes, in a
-shared memory-mapped counter per partition, how many rows it has produced (set just before each ``yield``); the
-writer, on receiving row ``i`` (0-based), reads that counter. ``lead = produced - (i + 1)`` is how many rows the
-reader is ahead: the rows in flight between the two processes (Arrow batching, socket and JVM buffers). The writer
-spins ``--writer-us`` microseconds per row, slower than the reader, so the reader runs until the pipe is full and
-the lead shows the pipe's capacity; ``--writer-us 0`` shows the lead of a fast writer.
+memory-mapped counter per partition, how many rows it has produced (set just before each ``yield``); the writer, on
+receiving row ``i`` (0-based), reads that counter. ``lead = produced - (i + 1)`` is how many rows the reader is
+ahead. The writer spins ``--writer-us`` microseconds per row, slower than the reader, so the reader runs until the
+pipe between them is full and the lead shows its capacity. ``--wait-after N``: the reader pauses after N rows until
+the writer has seen one (at most ``--wait-s``): the smallest head start that reaches the writer.
 
-Per configuration (a fresh session each, ``local[<partitions>]``), per partition, one line:
+One line per configuration and partition (each configuration in a process and JVM of its own; the milliseconds
+after ``|`` move with the load and are only indicative). Configurations: ``16``
+(``spark.sql.execution.arrow.maxRecordsPerBatch`` = 16, as ``pipeline/query.py`` sets it), ``default`` (Spark's
+10,000), ``16-noreuse`` (``spark.python.worker.reuse`` false), ``16-udfarrow``
+(``spark.sql.execution.pythonUDF.arrow.enabled``), ``16-arrow`` / ``default-arrow`` (the reader yields
+``pyarrow.RecordBatch``es of ``--arrow-rows`` rows, the writer is a ``DataSourceStreamArrowWriter``), ``16-uds``
+(``spark.python.unix.domain.socket.enabled``), ``16-pipelined`` (``spark.python.udf.pipelined.enabled``),
+``16-buf4k`` (``spark.sql.execution.pandas.udf.buffer.size`` 4096).
 
-    <config> p<i>: first row seen after <n>/<rows> produced; lead max <r> rows (<b> KiB), median <m>; streams yes|no
+Found (2026-11-26, pyspark 4.3.0, 2 cores at load 9-12; ``--rows 100000 --payload 100 --writer-us 20``):
 
-``streams`` is yes when the writer saw its first row before the reader produced its last one. Configurations:
-``16`` (``spark.sql.execution.arrow.maxRecordsPerBatch`` = 16, as ``pipeline/query.py`` sets it), ``default``
-(Spark's 10,000), ``16-noreuse`` (``spark.python.worker.reuse`` false), ``16-udfarrow``
-(``spark.sql.execution.pythonUDF.arrow.enabled`` true), ``16-arrow`` (the reader yields ``pyarrow.RecordBatch``es of
-``--arrow-rows`` rows and the writer is a ``DataSourceStreamArrowWriter``), ``default-arrow``.
+* It streams in every configuration: the writer gets rows while its reader is still producing the partition.
+* The reader runs ahead by what the buffers between the two workers hold, in bytes, not rows: lead max 65-81k rows
+  of 100 B (6.3-7.9 MiB of payload) with 16-row batches, whatever the worker reuse, pythonUDF.arrow, Arrow at
+  both ends, pipelined mode or a 4 KiB buffer; about 9-10k rows of 1,000 B (``--payload 1000``: the same bytes).
+  These are the two loopback TCP sockets (reader -> JVM -> writer), whose buffers Linux grows to several MiB
+  (``net.ipv4.tcp_rmem`` max 32 MiB here); with ``16-uds`` (Unix sockets) the lead is 4.9-5.3k rows (~0.5 MiB).
+  Socket buffers are kernel memory, not the workers' RSS.
+* At Spark's default batch (10,000 rows) nothing reaches the writer before the reader has produced 10,000 rows (or
+  ended its partition): the first row was seen after 60,000-70,000 rows, the lead reached 96k rows.
+* The smallest head start: the JVM builds the writer's Arrow batch with ``while (input.hasNext && count < 16)``
+  (``BatchedPythonArrowInput.writeSizedBatch``), so a batch of 16 rows leaves only once row 17 exists, i.e. once the
+  reader's next batch has reached the JVM; a tuple reader also fills its own batch of 16 first. With
+  ``--payload 102400 --rows 64 --wait-after`` 8 or 16 the writer saw no row while the reader paused (10 s, every
+  configuration tried: 16, 16-arrow with 16-row batches, 16-pipelined); after 32 it saw 16. So the writer trails by
+  at least one batch plus one row: for the relay source, 16-32 stage rows (payloads) before a writer's first one.
+* Worker start: the reader's worker fills its socket while the writer's worker starts (the first row was seen
+  after 2.6-32k rows of 100 B produced, 512 with Unix sockets): start-up, not buffering.
+
+``tests/integration/pipeline/test_stage_streaming.py`` holds the session's settings to streaming.
 """
 
 from __future__ import annotations
@@ -61,13 +85,11 @@ _SEEN, _WAITED = 3, 4
 SCHEMA = "seq long, payload binary"
 _BATCH_16 = {"spark.sql.execution.arrow.maxRecordsPerBatch": "16"}
 CONFIGS: dict[str, tuple[dict[str, str], bool]] = {  # name -> (session settings, Arrow at both ends)
-    "16": ({"spark.sql.execution.arrow.maxRecordsPerBatch": "16"}, False),
+    "16": (_BATCH_16, False),
     "default": ({}, False),
-    "16-noreuse": ({"spark.sql.execution.arrow.maxRecordsPerBatch": "16", "spark.python.worker.reuse": "false"},
-                   False),
-    "16-udfarrow": ({"spark.sql.execution.arrow.maxRecordsPerBatch": "16",
-                     "spark.sql.execution.pythonUDF.arrow.enabled": "true"}, False),
-    "16-arrow": ({"spark.sql.execution.arrow.maxRecordsPerBatch": "16"}, True),
+    "16-noreuse": ({**_BATCH_16, "spark.python.worker.reuse": "false"}, False),
+    "16-udfarrow": ({**_BATCH_16, "spark.sql.execution.pythonUDF.arrow.enabled": "true"}, False),
+    "16-arrow": (_BATCH_16, True),
     "default-arrow": ({}, True),
     "16-uds": ({**_BATCH_16, "spark.python.unix.domain.socket.enabled": "true"}, False),
     "16-pipelined": ({**_BATCH_16, "spark.python.udf.pipelined.enabled": "true"}, False),
