@@ -16,7 +16,7 @@ import os
 import re
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from typing import Any, TypeVar
 
@@ -118,6 +118,38 @@ class ExternalStorage:
             except Exception:
                 pass
             raise
+
+    def stage(self, directory: str, pieces: Iterable[bytes], staged: str | None = None) -> str:
+        """Append ``pieces`` to a temporary file in ``directory`` (local storage only): the one named by
+        ``staged`` (what an earlier call returned), else a new one. Returns its name. A temporary name is never a
+        data file's (``*.tmp.<uuid>``: readers skip it); ``publish`` makes the file durable under its final name,
+        ``discard`` deletes it. Not retried (an append is not idempotent); raises StorageError."""
+        name = staged or f"{directory}/CDC.tmp.{uuid.uuid4().hex}"
+        try:
+            with self.filesystem.open(self.full_path(name), "ab") as f:
+                for piece in pieces:
+                    f.write(piece)
+        except Exception as e:
+            raise self._error("write", name, e, False, 1) from None
+        return name
+
+    def publish(self, staged: str, path: str) -> None:
+        """Make the temporary file ``staged`` durable (fsync) and then visible as ``path`` (a rename, atomic on
+        local storage: a reader sees all of it or nothing). Raises StorageError."""
+        fs = self.filesystem
+        tmp, full = self.full_path(staged), self.full_path(path)
+
+        def op() -> None:
+            with fs.open(tmp, "ab") as f:
+                f.flush()
+                os.fsync(f.fileno())
+            fs.mv(tmp, full)  # the local filesystem makes the directory (auto_mkdir)
+
+        self._retry("write", path, op)
+
+    def discard(self, staged: str) -> None:
+        """Delete a temporary file of ``stage`` (a failed task's: its data is written again by the retry)."""
+        self.delete(staged)
 
     def read(self, path: str) -> bytes | None:
         """The file's bytes, or None when it does not exist."""

@@ -9,6 +9,10 @@ probes forward*, skipping every number whose file exists non-empty. Together: a 
 overwritten, a number is reused only when its file is missing or empty, and TiCDC's own index files (index
 first) are read correctly.
 
+A data file is never visible half-written: on local storage a file past ``SPILL_BYTES`` grows in a temporary file
+(``CDC.tmp.<uuid>`` in its version directory, which readers skip) that is fsync'd and renamed to its data file name
+when complete; smaller files, and every file on an object store, are written whole in one atomic write or PUT.
+
 Split use (Spark): executors run ``StorageWriter(..., commit_index=False)``, which writes schema and data files
 and returns :class:`DataFileDescriptor` s; the driver then calls :func:`commit_index_files` and, after every
 data file of the batch is durable, :func:`write_checkpoint`. One table must be written by one writer at a time
@@ -87,14 +91,24 @@ class FlushResult:
         return max((d.max_commit_ts for d in self.data_files), default=0)
 
 
+# A table's data file is built in memory up to this much, then (local storage) appended to a temporary file beside
+# it as it grows: a writer holds a few MiB per table instead of up to ``file-size`` plus a joined copy of that.
+SPILL_BYTES = 4 << 20
+
+
 @dataclass
 class _Pending:
     table: TableInfo
-    chunks: list[bytes] = field(default_factory=list)
-    size: int = 0
+    chunks: list[bytes] = field(default_factory=list)  # not yet in ``staged``
+    size: int = 0  # of the whole file so far (header not counted)
     rows: int = 0
     min_ts: int = 0
     max_ts: int = 0
+    buffered: int = 0  # bytes in ``chunks``
+    staged: str | None = None  # the temporary file holding the file's first bytes (``ExternalStorage.stage``)
+    header: int = 0  # bytes of the file header in ``staged``
+    dir_version: int = 0
+    schema_file: str | None = None  # written for this file's directory before it was staged
 
 
 @dataclass
@@ -178,9 +192,8 @@ class StorageWriter:
             pending = self._pending.get(key)
             if pending is None:
                 pending = self._pending[key] = _Pending(table, min_ts=low, max_ts=high)
+            self._append(key, pending, data)
             pending.table = table
-            pending.chunks.append(data)
-            pending.size += len(data)
             pending.rows += len(group)
             pending.min_ts = min(pending.min_ts, low)
             pending.max_ts = max(pending.max_ts, high)
@@ -210,15 +223,43 @@ class StorageWriter:
         pending = self._pending.get(key)
         if pending is None:
             pending = self._pending[key] = _Pending(table, min_ts=min_commit_ts)
+        self._append(key, pending, data)
         pending.table = table
-        pending.chunks.append(data)
-        pending.size += len(data)
         pending.rows += rows
         pending.min_ts = min(pending.min_ts, min_commit_ts)
         pending.max_ts = max(pending.max_ts, max_commit_ts)
         if pending.size >= self.config.file_size:
             return self._flush_keys([key])
         return FlushResult()
+
+    def _append(self, key: _Key, pending: _Pending, data: bytes) -> None:
+        """Add ``data`` to the table's file; past ``SPILL_BYTES`` in memory, a local file's bytes go to its temporary
+        file (in the table's version directory, whose schema file is checked or written first, as a flush would).
+        Raises StorageError."""
+        pending.chunks.append(data)
+        pending.size += len(data)
+        pending.buffered += len(data)
+        if pending.buffered < SPILL_BYTES or not self.storage.is_local:
+            return
+        if pending.staged is None:
+            pending.dir_version, pending.schema_file = self._directory_version(pending.table, key[2])
+            directory = TableDir(key[0], key[1], pending.dir_version, key[3]).format()
+            header = self.encoder.file_header(pending.table)
+            pending.header = len(header)
+            pending.chunks.insert(0, header)
+            pending.staged = self.storage.stage(directory, pending.chunks)
+        else:
+            self.storage.stage("", pending.chunks, pending.staged)
+        pending.chunks.clear()
+        pending.buffered = 0
+
+    def discard(self) -> None:
+        """Drop what is buffered, deleting the temporary files of unfinished data files (a failed task: its retry
+        writes the rows again). Raises StorageError."""
+        pending, self._pending = self._pending, {}
+        for p in pending.values():
+            if p.staged is not None:
+                self.storage.discard(p.staged)
 
     def poll(self) -> FlushResult:
         """Flush everything if ``flush-interval`` has passed since the last full flush."""
@@ -251,7 +292,10 @@ class StorageWriter:
 
     def _flush_one(self, key: _Key, pending: _Pending, date: str) -> FlushResult:
         schema, table, version, pid = key
-        dir_version, schema_file = self._directory_version(pending.table, version)
+        if pending.staged is None:
+            dir_version, schema_file = self._directory_version(pending.table, version)
+        else:
+            dir_version, schema_file = pending.dir_version, pending.schema_file
         table_dir = TableDir(schema, table, dir_version, pid, date)
         state_key: _Key = (schema, table, dir_version, pid)
         state = self._dirs.setdefault(state_key, _DirState())
@@ -260,13 +304,21 @@ class StorageWriter:
             state.date = date
         index = state.last_index + 1
         path = table_dir.data_file(index, self.config.file_index_width, self.config.extension)
-        header = self.encoder.file_header(pending.table)
-        body = b"".join([header, *pending.chunks])
-        self.storage.write(path, body)
+        if pending.staged is None:
+            body = b"".join([self.encoder.file_header(pending.table), *pending.chunks])
+            self.storage.write(path, body)
+            size = len(body)
+        else:
+            if pending.chunks:
+                self.storage.stage("", pending.chunks, pending.staged)
+                pending.chunks.clear()
+                pending.buffered = 0
+            self.storage.publish(pending.staged, path)
+            size = pending.header + pending.size
         state.last_index = index
         descriptor = DataFileDescriptor(
             path=path,
-            size=len(body),
+            size=size,
             index_path=table_dir.index_file(),
             schema=schema,
             table=table,
@@ -281,7 +333,7 @@ class StorageWriter:
         index_files: tuple[str, ...] = ()
         if self.commit_index:
             index_files = commit_index_files(self.storage, [descriptor])
-        log.debug("wrote %s (%d bytes, %d rows)", path, len(body), pending.rows)
+        log.debug("wrote %s (%d bytes, %d rows)", path, size, pending.rows)
         return FlushResult((descriptor,), (schema_file,) if schema_file else (), index_files)
 
     def _directory_version(self, table: TableInfo, version: int) -> tuple[int, str | None]:

@@ -7,11 +7,14 @@ made durable; the committer indexes them.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 
 from sparkcdc.sink.base import Routed, SinkContext
 from sparkcdc.sink.storage.layout_writer import DataFileDescriptor, FlushResult, StorageWriter
 from sparkcdc.storage.sink_config import StorageSinkConfig
+
+log = logging.getLogger(__name__)
 
 
 class StorageTaskWriter:
@@ -20,18 +23,34 @@ class StorageTaskWriter:
         self.ctx = ctx
 
     def write(self, payloads: Iterable[Routed]) -> tuple[DataFileDescriptor, ...]:
-        """Write the payloads as they come (in commit order: ``SinkWriter``), each table's buffered up to
-        ``file-size`` only, so a task holds about a file per table however much its batch carries."""
+        """Write the payloads as they come (in commit order: ``SinkWriter``): a table's data file grows in memory
+        up to ``SPILL_BYTES``, then (local storage) in its temporary file, so a task holds a few MiB per table however
+        much its batch carries (an object store's file, sent in one PUT, up to ``file-size``). A failed task deletes
+        its temporary files."""
         writer: StorageWriter | None = None  # opened with the first payload: a task may have none
         result = FlushResult()
-        for c in payloads:
+        try:
+            for c in payloads:
+                if writer is None:
+                    writer = StorageWriter(self.config, commit_index=False, sink_start_ts=self.ctx.sink_start_ts)
+                result += writer.write_encoded(
+                    c.info, c.data, rows=c.nrows, min_commit_ts=c.commit_ts, max_commit_ts=c.commit_ts,
+                    physical_table_id=c.physical_table_id,
+                )  # fmt: skip
             if writer is None:
-                writer = StorageWriter(self.config, commit_index=False, sink_start_ts=self.ctx.sink_start_ts)
-            result += writer.write_encoded(
-                c.info, c.data, rows=c.nrows, min_commit_ts=c.commit_ts, max_commit_ts=c.commit_ts,
-                physical_table_id=c.physical_table_id,
-            )  # fmt: skip
-        if writer is None:
-            return ()
-        result += writer.flush()
+                return ()
+            result += writer.flush()
+        except BaseException:
+            if writer is not None:
+                _discard(writer)
+            raise
         return result.data_files
+
+
+def _discard(writer: StorageWriter) -> None:
+    """Delete the failed task's unfinished temporary files; a failure to do so must not hide why the task failed
+    (readers skip such files anyway)."""
+    try:
+        writer.discard()
+    except Exception as e:
+        log.warning("cannot delete a failed task's temporary data files: %s", e)
