@@ -49,8 +49,12 @@ _SESSION_DEFAULTS = {
 # The driver JVM only plans micro-batches and, in local mode, moves encoded bytes between Python workers: the
 # C2 compiler kept recompiling each batch's generated code and was the largest JVM CPU user of an idle
 # changefeed; C1 alone cut the JVM's CPU per idle batch from ~0.5 to ~0.23 core-seconds with equal or better
-# throughput (benchmarks/changefeed.py).
-DRIVER_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1"
+# throughput (benchmarks/changefeed.py). Its live heap is small (~70 MB: payloads are bounded, see
+# ``transform.PART_BYTES``), but G1 with the default initial heap (1/64 of the machine's memory) grew to 0.4-0.7 GiB
+# resident under a big transaction; the serial collector from a 64 MiB initial heap grows only as the live data
+# needs (the maximum stays ``spark.driver.memory``): 0.4 GiB at the peak of a 1M-row transaction
+# (benchmarks/big_transaction.py).
+DRIVER_JAVA_OPTIONS = "-XX:TieredStopAtLevel=1 -XX:+UseSerialGC -Xms64m"
 # How often Spark asks the relay source for a new batch; a poll with nothing to plan runs no Spark job.
 TRIGGER_POLL_SECONDS = 0.5
 
