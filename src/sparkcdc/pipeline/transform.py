@@ -41,8 +41,10 @@ ROW_SCHEMA = (
 )
 OutRow = tuple[str, int, str, str, int, int, int, int, int, bytes, bytes | None]
 # A table's rows of one transaction are encoded in parts of about this much binlog row data when the sink allows it
-# (a canal-json payload is ~8x that): what a big transaction costs in memory along the query is a few parts.
-PART_BYTES = 256 << 10
+# (a canal-json payload is ~10x that): what a big transaction costs in memory along the query is a few Arrow batches
+# of parts (``spark.sql.execution.arrow.maxRecordsPerBatch`` each): 256 KiB parts made 40 MB batches, and the
+# source's Python worker and the JVM held several (peak RSS +0.4 GiB for a 1M-row transaction).
+PART_BYTES = 64 << 10
 _ROW_BYTES = 64  # what a decoded row counts for towards PART_BYTES
 
 
