@@ -13,7 +13,8 @@ replication's must stay within ``--limit-mib`` (TiCDC's own memory quota is 1 Gi
     <rows>-row transaction: peak RSS capture <N> MiB, replication <N> MiB (limit <N> MiB: ok|over), <N> rows/s
 
 (``failed: <why>`` instead of the rows/s, and exit status 1, when the query failed: Spark's JVM out of heap, say),
-after a line with each process's share of the replication's peak.
+after a line with each process's share of the replication's peak and one with the tree's proportional set size then
+(a page that a Spark daemon shares with the workers it forked counts once there, in each process's RSS).
 """
 
 from __future__ import annotations
@@ -61,6 +62,7 @@ def main() -> int:
                 failed = _wait(query, log, end, 1800)
                 done = time.time()
                 replication = rss.close()
+                pss = int(rss.pss.value)
                 if not failed:
                     stop_between_batches(query, spec)
                 at_peak = rss.at_peak
@@ -73,6 +75,8 @@ def main() -> int:
                 print(f"stopping Spark: {type(e).__name__}", file=sys.stderr)
             bench.close()
     print("replication peak by process: " + ", ".join(f"{name} {rss / 2**20:,.0f}" for name, rss in at_peak) + " MiB")
+    print(f"replication peak as proportional set size (pages shared by forked workers counted once): "
+          f"{pss / 2**20:,.0f} MiB")
     verdict = "ok" if replication <= args.limit_mib << 20 else "over"
     speed = f"failed: {failed}" if failed else f"{args.rows / (done - t0):,.0f} rows/s"
     print(f"{args.rows}-row transaction: peak RSS capture {capture / 2**20:,.0f} MiB, replication "

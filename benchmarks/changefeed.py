@@ -110,13 +110,27 @@ def _what(pid: int, name: str) -> str:
     return name
 
 
-def _sample_rss(root: int, peak: Any, stop: Any, skip: tuple[str, ...], where: Any) -> None:
+def _pss(pid: int) -> int:
+    """Proportional set size: the process's resident bytes with each page shared by n processes counted 1/n (a
+    daemon's forked workers share most of its pages; RSS counts them in each)."""
+    try:
+        with open(f"/proc/{pid}/smaps_rollup") as f:
+            for line in f:
+                if line.startswith("Pss:"):
+                    return int(line.split()[1]) * 1024
+    except OSError:  # exited meanwhile
+        pass
+    return 0
+
+
+def _sample_rss(root: int, peak: Any, stop: Any, skip: tuple[str, ...], where: Any, pss: Any) -> None:
     top: dict[int, tuple[str, int]] = {}
     while not stop.is_set():
         sample = _tree_rss(root, os.getpid(), skip)
         total = sum(rss for _name, rss in sample.values())
         if total > peak.value:
             peak.value, top = total, sample
+            pss.value = sum(_pss(pid) for pid in sample)
         stop.wait(0.2)
     where.put(sorted(top.values(), key=lambda p: -p[1]))
 
@@ -131,8 +145,9 @@ class RssSampler:
         self.peak = ctx.Value("q", 0)
         self.stop = ctx.Event()
         self.where = ctx.Queue()
-        self.process = ctx.Process(target=_sample_rss, args=(os.getpid(), self.peak, self.stop, skip, self.where),
-                                   daemon=True)  # fmt: skip
+        self.pss = ctx.Value("q", 0)  # the tree's proportional set size at the RSS peak
+        self.process = ctx.Process(target=_sample_rss, args=(os.getpid(), self.peak, self.stop, skip, self.where,
+                                                             self.pss), daemon=True)  # fmt: skip
         self.process.start()
         self.at_peak: list[tuple[str, int]] = []  # (command name, resident bytes) per process at the peak
 
