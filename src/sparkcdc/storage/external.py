@@ -119,19 +119,23 @@ class ExternalStorage:
                 pass
             raise
 
-    def stage(self, directory: str, pieces: Iterable[bytes], staged: str | None = None) -> str:
-        """Append ``pieces`` to a temporary file in ``directory`` (local storage only): the one named by
-        ``staged`` (what an earlier call returned), else a new one. Returns its name. A temporary name is never a
-        data file's (``*.tmp.<uuid>``: readers skip it); ``publish`` makes the file durable under its final name,
-        ``discard`` deletes it. Not retried (an append is not idempotent); raises StorageError."""
-        name = staged or f"{directory}/CDC.tmp.{uuid.uuid4().hex}"
+    def stage(self, directory: str, pieces: Iterable[bytes]) -> str:
+        """Write ``pieces`` to a new temporary file in ``directory`` (local storage only) and return its name, for
+        ``append``, ``publish`` (durable under its final name) or ``discard``. A temporary name is never a data
+        file's (``*.tmp.<uuid>``: readers skip it). Raises StorageError."""
+        name = f"{directory}/CDC.tmp.{uuid.uuid4().hex}"
+        self.append(name, pieces)
+        return name
+
+    def append(self, staged: str, pieces: Iterable[bytes]) -> None:
+        """Append ``pieces`` to the temporary file ``staged``. Not retried (an append is not idempotent); raises
+        StorageError."""
         try:
-            with self.filesystem.open(self.full_path(name), "ab") as f:
+            with self.filesystem.open(self.full_path(staged), "ab") as f:
                 for piece in pieces:
                     f.write(piece)
         except Exception as e:
-            raise self._error("write", name, e, False, 1) from None
-        return name
+            raise self._error("write", staged, e, False, 1) from None
 
     def publish(self, staged: str, path: str) -> None:
         """Make the temporary file ``staged`` durable (fsync) and then visible as ``path`` (a rename, atomic on

@@ -249,7 +249,7 @@ class StorageWriter:
             pending.chunks.insert(0, header)
             pending.staged = self.storage.stage(directory, pending.chunks)
         else:
-            self.storage.stage("", pending.chunks, pending.staged)
+            self.storage.append(pending.staged, pending.chunks)
         pending.chunks.clear()
         pending.buffered = 0
 
@@ -310,7 +310,7 @@ class StorageWriter:
             size = len(body)
         else:
             if pending.chunks:
-                self.storage.stage("", pending.chunks, pending.staged)
+                self.storage.append(pending.staged, pending.chunks)
                 pending.chunks.clear()
                 pending.buffered = 0
             self.storage.publish(pending.staged, path)
