@@ -26,7 +26,7 @@ from typing import Any
 from sparkcdc.consumer.table_def import table_info
 from sparkcdc.errors import ConfigError, CorruptDataError, DecodeError
 from sparkcdc.model import RowChange, TableInfo
-from sparkcdc.storage.external import ExternalStorage
+from sparkcdc.storage.external import ExternalStorage, is_temporary
 from sparkcdc.storage.layout import (
     DataFilePath,
     IndexFilePath,
@@ -41,7 +41,6 @@ log = logging.getLogger(__name__)
 
 PROTOCOL_EXTENSIONS = {"csv": ".csv", "canal-json": ".json"}
 DATE_SEPARATORS = ("auto", "none", "year", "month", "day")
-_TMP = re.compile(r"\.tmp\.[0-9A-Za-z_-]+$")
 _YEAR = re.compile(r"^(19[7-9]\d|2\d{3})$")
 
 StreamKey = tuple[str, str, int]
@@ -184,7 +183,7 @@ def scan(storage: ExternalStorage, cfg: ReaderConfig, schema_cache: dict[str, Sc
     foreign: list[str] = []
     for path in storage.list(""):
         base = path.rsplit("/", 1)[-1]
-        if _TMP.search(base):
+        if is_temporary(base):
             continue
         parsed = _parse(path, cfg)
         if isinstance(parsed, MetadataPath | IndexFilePath):

@@ -124,6 +124,9 @@ class _Batch:
         return Routed(schema, table, version, pid, commit_ts, seq, nrows, data, info)
 
 
+_RECOVERED: set[str] = set()  # the changefeeds (state dirs) whose sink recovered in this process
+
+
 def commit_batch(spec: FeedSpec, messages: list[Any], batch_id: int) -> int | None:
     """Driver side: the sink publishes the batch, then its checkpoint, then ``progress.json``. Returns the new
     checkpoint (None when this batch did not advance it). Raises SparkcdcError; the checkpoint stays then."""
@@ -170,7 +173,11 @@ def _record_snapshot(spec: FeedSpec, reads: list[Any]) -> None:
 
 
 def _start_run(spec: FeedSpec, committer: Any) -> None:
-    """Give the sink the run's tables once per run (a run = one ``sink_start_ts``), before its first batch."""
+    """Let the sink recover once per process (``SinkCommitter.recover``), and give it the run's tables once per run
+    (a run = one ``sink_start_ts``), before its first batch."""
+    if spec.state_dir not in _RECOVERED:
+        committer.recover()
+        _RECOVERED.add(spec.state_dir)
     marker = Path(spec.state_dir) / "sink_started"
     try:
         if marker.read_text() == str(spec.sink_start_ts):

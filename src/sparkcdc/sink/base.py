@@ -130,6 +130,11 @@ class SinkCommitter(Protocol):
         at the run's start (for the simple protocol's ``send-all-bootstrap-at-start``)."""
         ...
 
+    def recover(self) -> None:
+        """Once per process that runs the changefeed, before its first batch is published there (the batch's tasks
+        have ended, and a killed process's tasks are gone): clean up what a writer killed mid-batch left."""
+        ...
+
     def commit(self, results: Sequence[Any], ddls: Sequence[DDLEvent]) -> None:
         """Publish what the batch's tasks made durable, then its DDLs (a batch's DDL is its last event: the DDL
         barrier). Called again for a batch Spark replays after a crash: must be idempotent."""

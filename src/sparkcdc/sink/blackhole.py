@@ -32,6 +32,9 @@ class _Writer:
 
 
 class _Committer:
+    def recover(self) -> None:
+        return None  # a killed writer leaves nothing behind that a batch's retry does not replace
+
     def start(self, tables: Callable[[], Sequence[TableInfo]]) -> None:
         return None
 

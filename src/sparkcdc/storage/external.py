@@ -36,6 +36,16 @@ _SAS_SIG = re.compile(r"(sig|signature|AccountKey|SharedAccessSignature|X-Amz-Si
                       re.IGNORECASE)  # fmt: skip
 _NOT_FOUND_NAMES = ("nosuchbucket", "containernotfound", "bucketnotfound")
 _DENIED_NAMES = ("accessdenied", "authentication", "authorization", "forbidden", "invalidaccesskey")
+# Temporary files of local writes: ours (``<name>.tmp.<uuid hex>``, staged data files ``CDC.tmp.<uuid hex>``) and
+# other writers' of the same layout (TiCDC's, a dashed uuid); only ours are ever deleted.
+_TEMPORARY = re.compile(r"\.tmp\.[0-9A-Za-z_-]+$")
+_OUR_TEMPORARY = re.compile(r"\.tmp\.[0-9a-f]{32}$")
+
+
+def is_temporary(path: str) -> bool:
+    """Whether ``path`` names a temporary file of a local write that was never renamed into place: readers skip
+    it, and only a crash leaves one behind (``remove_temporary``)."""
+    return _TEMPORARY.search(path) is not None
 
 
 @dataclass(frozen=True, slots=True)
@@ -154,6 +164,17 @@ class ExternalStorage:
     def discard(self, staged: str) -> None:
         """Delete a temporary file of ``stage`` (a failed task's: its data is written again by the retry)."""
         self.delete(staged)
+
+    def remove_temporary(self) -> int:
+        """Delete the temporary files a killed writer left under the root (local storage only: object stores get
+        whole PUTs) and return how many; files of other names are left alone. Call it only when no writer of this root
+        is running."""
+        if not self.is_local:
+            return 0
+        leftover = [p for p in self.list() if _OUR_TEMPORARY.search(p)]
+        for path in leftover:
+            self.delete(path)
+        return len(leftover)
 
     def read(self, path: str) -> bytes | None:
         """The file's bytes, or None when it does not exist."""

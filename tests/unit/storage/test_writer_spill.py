@@ -107,3 +107,24 @@ def test_a_failed_task_leaves_no_temporary_file(tmp_path: Path, monkeypatch: pyt
     with pytest.raises(StorageError, match="the reader failed"):
         writer.write(payloads())
     assert [p for p in _files(tmp_path) if ".tmp." in p or p.endswith(".csv")] == []
+
+
+def test_a_killed_writers_temporary_file_is_removed_when_the_sink_recovers(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    """A process killed mid-batch leaves its staged file (no ``finally`` runs); the committer of the next process
+    removes it before its first batch is published, and leaves every data, index and schema file alone."""
+    from sparkcdc.sink.storage.committer import StorageCommitter
+
+    monkeypatch.setattr(layout_writer, "SPILL_BYTES", 256 << 10)
+    done = _write(tmp_path, [200_000], 64 * MIB)
+    killed = StorageWriter(_config(tmp_path), encoder=FakeEncoder(header=b"#h\r\n"), clock=lambda: FIXED,
+                           commit_index=False)  # fmt: skip
+    for ts in range(5):  # never flushed: the process "dies" here
+        killed.write_encoded(make_table(), _payload(ts, 200_000), rows=1, min_commit_ts=ts, max_commit_ts=ts)
+    (tmp_path / "test" / "table1" / "notes.txt.tmp.keep").write_bytes(b"")  # not a name ours or TiCDC's make
+    kept = {p: b for p, b in _files(tmp_path).items() if "CDC.tmp." not in p}
+    assert len(kept) < len(_files(tmp_path))
+
+    StorageCommitter(_config(tmp_path)).recover()
+    assert _files(tmp_path) == kept
+    assert (tmp_path / done[0].path).exists()

@@ -45,6 +45,9 @@ class KafkaCommitter:
         self.codec: Any = message_codec(config, ctx.changefeed)
         self._path = Path(ctx.state_dir) / TOPICS_FILE
 
+    def recover(self) -> None:
+        return None  # a killed writer leaves nothing behind that a batch's retry does not replace
+
     def start(self, tables: Callable[[], Sequence[TableInfo]]) -> None:
         """simple with ``send-all-bootstrap-at-start``: a BOOTSTRAP of every table to its topic's partitions."""
         if not (self.config.bootstrap_enabled and self.config.send_all_bootstrap_at_start):

@@ -21,6 +21,9 @@ class LakeCommitter:
         self.config = config
         self.ctx = ctx
 
+    def recover(self) -> None:
+        return None  # a killed writer leaves nothing behind that a batch's retry does not replace
+
     def start(self, tables: Callable[[], Sequence[TableInfo]]) -> None:
         lake = open_tables(self.config.where, self.ctx.changefeed)
         for info in tables():  # only created: an existing table already followed the DDLs (maybe past this run's

@@ -28,6 +28,9 @@ class MysqlCommitter:
         self.ctx = ctx
         self._sync_points: SyncPoints | None = None
 
+    def recover(self) -> None:
+        return None  # a killed writer leaves nothing behind that a batch's retry does not replace
+
     def start(self, tables: Callable[[], Sequence[TableInfo]]) -> None:
         return None
 

@@ -8,6 +8,7 @@ files.
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -18,11 +19,19 @@ from sparkcdc.storage.metadata import write_checkpoint
 from sparkcdc.storage.schema_store import write_ddl_schema
 from sparkcdc.storage.sink_config import StorageSinkConfig
 
+log = logging.getLogger(__name__)
+
 
 class StorageCommitter:
     def __init__(self, config: StorageSinkConfig) -> None:
         self.config = config
         self.storage = ExternalStorage.from_config(config)
+
+    def recover(self) -> None:
+        """Delete the temporary files of the data files a killed process was still writing (local storage)."""
+        removed = self.storage.remove_temporary()
+        if removed:
+            log.info("storage sink %s: removed %d temporary files a killed process left", self.storage, removed)
 
     def start(self, tables: Callable[[], Sequence[TableInfo]]) -> None:
         """Nothing: a table's schema file is written with its first data or DDL."""
