@@ -115,7 +115,7 @@ def start_query(spark: Any, spec: FeedSpec, *, trigger_seconds: float | None = N
     """
     from sparkcdc.pipeline.relay_source import NAME as SOURCE
     from sparkcdc.pipeline.sink_writer import NAME as SINK
-    from sparkcdc.pipeline.transform import ROW_SCHEMA
+    from sparkcdc.pipeline.stage_row import spark_schema
 
     # The JVM resolves a streaming sink's format in the calling thread's *active* session; the server builds
     # its session in another thread, so make it active here or format("sparkcdc_sink") is not found.
@@ -133,7 +133,7 @@ def start_query(spark: Any, spec: FeedSpec, *, trigger_seconds: float | None = N
     writers = min(sink.worker_count, spark.sparkContext.defaultParallelism)
     spec = replace(spec, batch_interval=interval, writer_tasks=writers if route_aligned(spec) else 0)
     spec.save(spec_path)
-    df = spark.readStream.format(SOURCE).schema(ROW_SCHEMA).option("spec", str(spec_path)).load()
+    df = spark.readStream.format(SOURCE).schema(spark_schema()).option("spec", str(spec_path)).load()
     if not spec.writer_tasks:
         df = df.repartition(writers, writer_route(spark, writers))
     query = (

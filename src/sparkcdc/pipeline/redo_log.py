@@ -18,13 +18,14 @@ from typing import Any
 from sparkcdc.changefeed.consistent import ConsistentConfig
 from sparkcdc.errors import CorruptDataError, SparkcdcError, with_code
 from sparkcdc.pipeline.spec import FeedSpec
-from sparkcdc.pipeline.transform import OutRow, load_info
+from sparkcdc.pipeline.stage_row import Ddl, Dml
+from sparkcdc.pipeline.transform import load_info
 from sparkcdc.redo.names import LogName, file_key
 from sparkcdc.redo.writer import ChunkLog, storage_of
 
 
 def tee(spec: FeedSpec, config: ConsistentConfig, batch: tuple[int, int, int, int],
-        rows: Iterable[OutRow]) -> Iterator[OutRow]:  # fmt: skip
+        rows: Iterable[Ddl | Dml]) -> Iterator[Ddl | Dml]:  # fmt: skip
     """``rows`` (one chunk of batch ``(begin, end, index, count)``, in commit order) passed on, their log written
     once the last has passed. Raises StorageError (with its code across Spark) when the log cannot be written."""
     begin, end, index, count = batch
@@ -32,20 +33,18 @@ def tee(spec: FeedSpec, config: ConsistentConfig, batch: tuple[int, int, int, in
     tables: dict[tuple[str, str, int], Any] = {}
     try:
         for row in rows:
-            kind = row[0]
-            if kind == "dml":
-                _, _route, schema, table, version, pid, commit_ts, seq, nrows, payload, info = row
-                key = (schema, table, version)
-                if info is not None and key not in tables:
-                    tables[key] = load_info(info)
+            if isinstance(row, Dml):
+                key = (row.schema, row.table, row.version)
+                if row.info is not None and key not in tables:
+                    tables[key] = load_info(row.info)
                 found = tables.get(key)
                 if found is None:  # the transform sends a table's definition with its first payload of the chunk
-                    raise CorruptDataError(f"changefeed {spec.changefeed}: no table definition for {schema}.{table} "
-                                           f"version {version} in a relay chunk")  # fmt: skip
-                chunk.add_rows(commit_ts, seq, found, pid, nrows, payload)
-            elif kind == "ddl":
-                ddl = load_info(row[9])
-                chunk.add_ddl(ddl.commit_ts, row[7], ddl.schema, ddl.table, ddl.query, int(ddl.action))
+                    raise CorruptDataError(f"changefeed {spec.changefeed}: no table definition for {row.schema}."
+                                           f"{row.table} version {row.version} in a relay chunk")  # fmt: skip
+                chunk.add_rows(row.commit_ts, row.seq, found, row.physical_table_id, row.nrows, row.payload)
+            else:
+                ddl = load_info(row.event)
+                chunk.add_ddl(ddl.commit_ts, row.seq, ddl.schema, ddl.table, ddl.query, int(ddl.action))
             yield row
         chunk.close()
     except SparkcdcError as e:

@@ -37,7 +37,8 @@ from sparkcdc.capture.relay_log import ChunkRef, RelayLog
 from sparkcdc.capture.schema_history import SchemaHistory
 from sparkcdc.pipeline import redo_log, snapshot_source, snapshot_state
 from sparkcdc.pipeline.spec import FeedSpec
-from sparkcdc.pipeline.transform import ROW_SCHEMA, ChunkTransform, mark_row
+from sparkcdc.pipeline.stage_row import Mark, StageRow, spark_schema, to_spark
+from sparkcdc.pipeline.transform import ChunkTransform
 from sparkcdc.pipeline.worker_gc import freeze_survivors
 
 log = logging.getLogger(__name__)
@@ -199,10 +200,15 @@ class RelayStreamReader(DataSourceStreamReader):
     # -- executors ---------------------------------------------------------------------------------
     def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
         freeze_survivors()
+        for row in self._rows(partition):
+            yield to_spark(row)
+
+    def _rows(self, partition: InputPartition) -> Iterator[StageRow]:
+        """The stage rows of one partition, in commit order."""
         if isinstance(partition, MarkPartition):
             if partition.chunks == 0 and (redo := self.spec.redo()) is not None:
                 redo_log.empty_batch(self.spec, redo, partition.start_ts, partition.end_ts)
-            yield mark_row(partition.start_ts, partition.end_ts, partition.planned_ms)
+            yield Mark(partition.start_ts, partition.end_ts, partition.planned_ms)
             return
         if isinstance(partition, snapshot_source.SnapshotPartition):
             yield from snapshot_source.read(self.spec, partition, _transform(self.spec))
@@ -237,8 +243,8 @@ class RelaySource(DataSource):
     def name(cls) -> str:
         return NAME
 
-    def schema(self) -> str:
-        return ROW_SCHEMA
+    def schema(self) -> Any:
+        return spark_schema()
 
     def streamReader(self, schema: Any) -> RelayStreamReader:
         from sparkcdc.errors import ConfigError

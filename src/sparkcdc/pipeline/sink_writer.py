@@ -29,7 +29,8 @@ from pyspark.sql.datasource import DataSource, DataSourceStreamWriter, WriterCom
 
 from sparkcdc.errors import CorruptDataError, SparkcdcError, StorageError, with_code
 from sparkcdc.pipeline.spec import FeedSpec
-from sparkcdc.pipeline.transform import ROW_SCHEMA, load_info
+from sparkcdc.pipeline.stage_row import Ddl, Dml, Mark, Snap, StageRow, from_spark, spark_schema
+from sparkcdc.pipeline.transform import load_info
 from sparkcdc.pipeline.worker_gc import freeze_survivors
 from sparkcdc.sink.base import Routed
 
@@ -52,8 +53,8 @@ class BatchMessage(WriterCommitMessage):
     last_ts: int = 0  # the largest commit-ts of those row changes
 
 
-def write_partition(spec: FeedSpec, rows: Iterator[Any]) -> BatchMessage:
-    """Executor side of the sink for one partition's rows (Spark Rows or tuples in ``ROW_SCHEMA`` order): the sink's
+def write_partition(spec: FeedSpec, rows: Iterator[StageRow]) -> BatchMessage:
+    """Executor side of the sink for one partition's stage rows: the sink's
     writer gets the payloads in commit order. When the task's rows come from its own reader (``spec.writer_tasks``)
     they already are in that order and stream through, a few at a time (a big transaction's parts are never all in
     memory); rows shuffled from several source tasks are gathered and sorted first."""
@@ -84,44 +85,41 @@ class _Batch:
         self.rows = self.size = self.last_ts = 0
         self._infos: dict[tuple[str, str, int], Any] = {}
 
-    def payloads(self, rows: Iterator[Any], gather: bool = False) -> Iterator[Routed]:
+    def payloads(self, rows: Iterator[StageRow], gather: bool = False) -> Iterator[Routed]:
         """The dml rows as payloads, in arrival order. A versioned table's definition comes with its first row of
         a route; with ``gather`` every row is read first (shuffled rows come in any order), else a payload of a
         table whose definition has not come yet is an error."""
-        pending: list[tuple[Any, ...]] = []
+        pending: list[Dml] = []
         for r in rows:
-            kind, _route, schema, table, version, pid, commit_ts, seq, nrows, payload, info = r
-            if kind == "dml":
-                if info is not None and (schema, table, version) not in self._infos:
-                    self._infos[(schema, table, version)] = load_info(bytes(info))
-                found = (schema, table, version, pid, commit_ts, seq, nrows, bytes(payload))
+            if isinstance(r, Dml):
+                if r.info is not None and (r.schema, r.table, r.version) not in self._infos:
+                    self._infos[(r.schema, r.table, r.version)] = load_info(r.info)
                 if gather:
-                    pending.append(found)
+                    pending.append(r)
                 else:
-                    yield self._routed(*found)
-            elif kind == "ddl":
-                self.ddls.append((commit_ts, seq, bytes(payload)))
-            elif kind == "mark":
-                self.mark = (int(version), int(commit_ts), int(pid))
-            elif kind == "snap":
+                    yield self._routed(r)
+            elif isinstance(r, Ddl):
+                self.ddls.append((r.commit_ts, r.seq, r.event))
+            elif isinstance(r, Mark):
+                self.mark = (r.start_ts, r.end_ts, r.planned_ms)
+            elif isinstance(r, Snap):
                 from sparkcdc.pipeline.snapshot_state import ChunkRead
 
-                self.snapshot.append(ChunkRead(int(version), int(nrows), int(commit_ts), schema, int(pid),
-                                               bytes(payload)))  # fmt: skip
+                self.snapshot.append(ChunkRead(index=r.chunk, rows=r.rows, watermark=r.watermark, file=r.file,
+                                               pos=r.pos, keys=r.keys))  # fmt: skip
         for found in pending:
-            yield self._routed(*found)
+            yield self._routed(found)
 
-    def _routed(self, schema: str, table: str, version: int, pid: int, commit_ts: int, seq: int, nrows: int,
-                data: bytes) -> Routed:  # fmt: skip
-        info = self._infos.get((schema, table, version))
+    def _routed(self, r: Dml) -> Routed:
+        info = self._infos.get((r.schema, r.table, r.version))
         if info is None:
             raise CorruptDataError(
-                f"changefeed {self.spec.changefeed}: no table definition for {schema}.{table} version {version}"
+                f"changefeed {self.spec.changefeed}: no table definition for {r.schema}.{r.table} version {r.version}"
             )
-        self.rows += nrows
-        self.size += len(data)
-        self.last_ts = max(self.last_ts, commit_ts)
-        return Routed(schema, table, version, pid, commit_ts, seq, nrows, data, info)
+        self.rows += r.nrows
+        self.size += len(r.payload)
+        self.last_ts = max(self.last_ts, r.commit_ts)
+        return Routed(r.schema, r.table, r.version, r.physical_table_id, r.commit_ts, r.seq, r.nrows, r.payload, info)
 
 
 _RECOVERED: set[str] = set()  # the changefeeds (state dirs) whose sink recovered in this process
@@ -207,7 +205,7 @@ class SinkStreamWriter(DataSourceStreamWriter):
         self.spec = spec
 
     def write(self, iterator: Iterator[Any]) -> BatchMessage:
-        return write_partition(self.spec, iterator)
+        return write_partition(self.spec, map(from_spark, iterator))
 
     def commit(self, messages: list[Any], batchId: int) -> None:
         commit_batch(self.spec, messages, batchId)
@@ -224,8 +222,8 @@ class SinkDataSource(DataSource):
     def name(cls) -> str:
         return NAME
 
-    def schema(self) -> str:
-        return ROW_SCHEMA
+    def schema(self) -> Any:
+        return spark_schema()
 
     def streamWriter(self, schema: Any, overwrite: bool) -> SinkStreamWriter:
         from sparkcdc.errors import ConfigError

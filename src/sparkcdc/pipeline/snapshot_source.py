@@ -31,7 +31,8 @@ from sparkcdc.capture.snapshot_plan import Chunk
 from sparkcdc.model.table import TableInfo
 from sparkcdc.pipeline import snapshot_state
 from sparkcdc.pipeline.spec import FeedSpec
-from sparkcdc.pipeline.transform import ChunkTransform, OutRow
+from sparkcdc.pipeline.stage_row import Snap, StageRow
+from sparkcdc.pipeline.transform import ChunkTransform
 
 log = logging.getLogger(__name__)
 
@@ -135,7 +136,7 @@ def partitions(spec: FeedSpec, start: dict[str, Any], end: dict[str, Any]) -> tu
     return parts, stop >= len(plan.chunks)
 
 
-def read(spec: FeedSpec, partition: SnapshotPartition, transform: ChunkTransform) -> Iterator[OutRow]:
+def read(spec: FeedSpec, partition: SnapshotPartition, transform: ChunkTransform) -> Iterator[StageRow]:
     """The chunk's rows through the sink's encoder, then one ``snap`` row: the chunk, rows read, watermark,
     where the read's snapshot sits in the binlog and the keys it read (``snapshot_handover``)."""
     from sparkcdc.capture.decode import resolve_tz
@@ -171,5 +172,6 @@ def read(spec: FeedSpec, partition: SnapshotPartition, transform: ChunkTransform
                                             pack_keys(keys) if at and hash_of else b""))  # fmt: skip
 
 
-def snap_row(done: snapshot_state.ChunkRead) -> OutRow:
-    return ("snap", 0, done.file, "", done.index, done.pos, done.watermark, 0, done.rows, done.keys, None)
+def snap_row(done: snapshot_state.ChunkRead) -> Snap:
+    return Snap(chunk=done.index, rows=done.rows, watermark=done.watermark, file=done.file, pos=done.pos,
+                keys=done.keys)

@@ -1,21 +1,9 @@
 """Executor-side work of the source: decoded events -> filtered single-table transactions, encoded by the sink.
 
-No Spark here: ``ChunkTransform.rows`` turns the events of relay chunks (commit order) into the rows the query
-shuffles to the sink's writers (or, route-aligned, writes in the same task); what a payload holds and where it is
-routed is the sink's encoder's choice (``sparkcdc.sink.base``). Row layout (``ROW_SCHEMA``):
-
-``kind``      ``dml`` (one sink payload), ``ddl`` (a pickled DDLEvent), ``mark`` (the batch's end offset: the
-              checkpoint the commit may publish; ``version`` holds the batch start, ``pid`` when it was planned, in Unix
-              ms) or ``snap`` (a snapshot
-              chunk read: ``version`` its index, ``nrows`` its rows, ``commit_ts`` its low watermark, ``schema``
-              and ``pid`` the binlog file and position of its read, ``payload`` the keys it read)
-``route``     the writer route the sink's encoder chose (a task owns every payload of its routes)
-``schema, table, version, pid``  the versioned (physical) table of a ``dml`` row
-``commit_ts, seq``  order key: transactions of one table are written in (commit_ts, seq) order
-``nrows``     rows in the payload
-``payload``   the sink's bytes (``dml``) or the pickled DDLEvent (``ddl``)
-``info``      pickled TableInfo, sent with the first row of each versioned table and route of a chunk only (a
-              writer task gets whole routes, and one table's payloads may take several: Kafka partitions)
+No Spark here: ``ChunkTransform.rows`` turns the events of relay chunks (commit order) into the stage rows
+(``stage_row``: a ``Dml`` per sink payload, a ``Ddl`` per DDL) that the query shuffles to the sink's writers (or,
+route-aligned, writes in the same task); what a payload holds and where it is routed is the sink's encoder's choice
+(``sparkcdc.sink.base``).
 """
 
 from __future__ import annotations
@@ -32,26 +20,16 @@ from sparkcdc.errors import ConfigError, SparkcdcError, with_code
 from sparkcdc.filter.event_filter import EventFilter
 from sparkcdc.model.events import DDLEvent, RowChange, RowsEvent
 from sparkcdc.pipeline.spec import FeedSpec
+from sparkcdc.pipeline.stage_row import Ddl, Dml
 
 log = logging.getLogger(__name__)
 
-ROW_SCHEMA = (
-    "kind string, route int, schema string, table string, version long, pid long, commit_ts long, seq int, "
-    "nrows int, payload binary, info binary"
-)
-OutRow = tuple[str, int, str, str, int, int, int, int, int, bytes, bytes | None]
 # A table's rows of one transaction are encoded in parts of about this much binlog row data when the sink allows it
 # (a canal-json payload is ~10x that): what a big transaction costs in memory along the query is a few Arrow batches
 # of parts (``spark.sql.execution.arrow.maxRecordsPerBatch`` each): 256 KiB parts made 40 MB batches, and the
 # source's Python worker and the JVM held several (peak RSS +0.4 GiB for a 1M-row transaction).
 PART_BYTES = 64 << 10
 _ROW_BYTES = 64  # what a decoded row counts for towards PART_BYTES
-
-
-def mark_row(start_ts: int, end_ts: int, planned_ms: int) -> OutRow:
-    """The one row per batch that carries its offsets to the commit, and when the batch was planned (Unix ms: the
-    micro-batch duration ends at its commit)."""
-    return ("mark", 0, "", "", start_ts, planned_ms, end_ts, 0, 0, b"", None)
 
 
 class ChunkTransform:
@@ -126,8 +104,8 @@ class ChunkTransform:
         handover: Mapping[tuple[str, str], Any] | None = None,
         *,
         ddls: bool = True,
-    ) -> Iterator[OutRow]:
-        """Rows for the events of whole transactions, in commit order, without the row changes that the
+    ) -> Iterator[Ddl | Dml]:
+        """Stage rows for the events of whole transactions, in commit order, without the row changes that the
         snapshot's copy of a table in ``handover`` holds (``snapshot_handover.TableHandover``), and without DDL
         rows unless ``ddls`` (one task of a batch passes its DDL on). When the sink's encoder may split a
         transaction (``split_transactions``: TiCDC's ``transaction-atomicity = "none"``), a table's rows of one
@@ -147,7 +125,7 @@ class ChunkTransform:
                 yield from self._flush_txn(open_txn, seq)
                 open_txn, sizes = {}, {}
                 if ddls and self._ddl_wanted(ev):
-                    yield ("ddl", 0, ev.schema, ev.table, 0, 0, ev.commit_ts, next(seq), 0, pickle.dumps(ev), None)
+                    yield Ddl(ev.commit_ts, next(seq), pickle.dumps(ev))
                 continue
             t = ev.table
             if not self._table_wanted(t.schema, t.table):
@@ -183,11 +161,11 @@ class ChunkTransform:
             return None
         return row
 
-    def _flush_txn(self, open_txn: dict[tuple[str, str, int], list[Any]], seq: Iterator[int]) -> Iterator[OutRow]:
+    def _flush_txn(self, open_txn: dict[tuple[str, str, int], list[Any]], seq: Iterator[int]) -> Iterator[Dml]:
         for key, rows in open_txn.items():
             yield from self._encode(key, rows, seq)
 
-    def _encode(self, key: tuple[str, str, int], rows: list[Any], seq: Iterator[int]) -> Iterator[OutRow]:
+    def _encode(self, key: tuple[str, str, int], rows: list[Any], seq: Iterator[int]) -> Iterator[Dml]:
         """The dml rows of one versioned table's rows (or rows events) of one transaction (or a part of it)."""
         schema, table, version = key
         try:
@@ -203,8 +181,8 @@ class ChunkTransform:
             if (schema, table, version, p.route) not in self._sent_info:
                 self._sent_info.add((schema, table, version, p.route))
                 info = pickle.dumps(rows[0].table)
-            yield ("dml", p.route, schema, table, version, p.physical_table_id, rows[0].commit_ts, next(seq), p.nrows,
-                   p.data, info)  # fmt: skip
+            yield Dml(p.route, schema, table, version, p.physical_table_id, rows[0].commit_ts, next(seq), p.nrows,
+                      p.data, info)  # fmt: skip
 
 
 def load_info(blob: Any) -> Any:

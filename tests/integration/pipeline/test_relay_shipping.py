@@ -16,6 +16,7 @@ from sparkcdc.capture import Puller, PullerConfig
 from sparkcdc.errors import StorageError
 from sparkcdc.pipeline.relay_source import ChunkPartition, RelayStreamReader
 from sparkcdc.pipeline.spec import FeedSpec
+from sparkcdc.pipeline.stage_row import Ddl, Dml, from_spark
 from tests.fixtures.mariadb import FreshDatabase
 
 pytestmark = pytest.mark.integration
@@ -35,11 +36,12 @@ def _run(reader: RelayStreamReader, parts: list[Any]) -> list[tuple[Any, ...]]:
     blanked, pickled table infos and DDL events loaded (their bytes depend on object sharing)."""
     out: list[tuple[Any, ...]] = []
     for p in parts:
-        for kind, *fields, payload, info in reader.read(pickle.loads(pickle.dumps(p))):
-            if kind == "mark":
-                continue
-            body = pickle.loads(payload) if kind == "ddl" else re.sub(rb'"ts":[0-9]+', b'"ts":0', payload)
-            out.append((kind, *fields, body, info and pickle.loads(info)))
+        for row in map(from_spark, reader.read(pickle.loads(pickle.dumps(p)))):
+            if isinstance(row, Ddl):
+                out.append((*row[:-1], pickle.loads(row.event)))
+            elif isinstance(row, Dml):
+                body = re.sub(rb'"ts":[0-9]+', b'"ts":0', row.payload)
+                out.append((*row[:-2], body, row.info and pickle.loads(row.info)))
     return out
 
 

@@ -15,7 +15,8 @@ from sparkcdc.model.ddl_action import DDLAction
 from sparkcdc.pipeline.progress import read_progress
 from sparkcdc.pipeline.sink_writer import commit_batch, write_partition
 from sparkcdc.pipeline.spec import FeedSpec
-from sparkcdc.pipeline.transform import ChunkTransform, mark_row
+from sparkcdc.pipeline.stage_row import Ddl, Dml, Mark
+from sparkcdc.pipeline.transform import ChunkTransform
 from sparkcdc.sink.base import Payload
 
 COLS = (
@@ -47,12 +48,13 @@ def test_transform_filters_splits_and_orders(tmp_path: Path) -> None:
         DDLEvent(300, DDLAction.ADD_COLUMN, "ALTER TABLE t ADD COLUMN w INT", "db", "t", t2, T),
     ]
     rows = list(ChunkTransform(spec(tmp_path)).rows(events))
-    kinds = [(r[0], r[2], r[6]) for r in rows]
-    assert kinds == [("dml", "db", 200), ("dml", "db", 250), ("ddl", "db", 300)]
-    assert [r[7] for r in rows] == sorted(r[7] for r in rows)  # seq increases
-    split = rows[1][9].decode()
-    assert split.index('"DELETE"') < split.index('"INSERT"') and rows[1][8] == 2
-    assert rows[0][10] is not None and rows[1][10] is None  # table info sent once per chunk
+    dml = [r for r in rows if isinstance(r, Dml)]
+    assert [(type(r), r.commit_ts) for r in rows] == [(Dml, 200), (Dml, 250), (Ddl, 300)]
+    assert {r.schema for r in dml} == {"db"}
+    assert [r.seq for r in rows] == sorted(r.seq for r in rows)  # seq increases
+    split = dml[1].payload.decode()
+    assert split.index('"DELETE"') < split.index('"INSERT"') and dml[1].nrows == 2
+    assert dml[0].info is not None and dml[1].info is None  # table info sent once per chunk
 
 
 class SplitRoutes:
@@ -76,9 +78,9 @@ def test_table_info_reaches_every_route_of_a_table(tmp_path: Path) -> None:
     events = [RowChange(200 + i, T, RowOp.INSERT, None, (i, "a")) for i in range(5)]
     rows = list(transform.rows(events))
     for route in (0, 1):
-        mine = [r for r in rows if r[1] == route]
+        mine = [r for r in rows if isinstance(r, Dml) and r.route == route]
         # the writer task of this route gets the table's definition with its first row, and once only
-        assert [r[10] is not None for r in mine] == [True] + [False] * (len(mine) - 1), route
+        assert [r.info is not None for r in mine] == [True] + [False] * (len(mine) - 1), route
         assert write_partition(s, iter(mine)).result is not None
 
 
@@ -91,10 +93,11 @@ def test_commit_publishes_index_ddl_then_checkpoint_and_never_goes_back(tmp_path
         DDLEvent(300, DDLAction.ADD_COLUMN, "ALTER TABLE t ADD COLUMN w INT", "db", "t", t2, T),
     ]
     planned = time.time_ns() // 1_000_000 - 2000  # the batch was planned 2 s ago
-    rows = [*transform.rows(events), mark_row(100, 300, planned)]
+    rows = [*transform.rows(events), Mark(100, 300, planned)]
     msg = write_partition(s, iter(rows))
     assert len(msg.result) == 1 and msg.mark == (100, 300, planned) and len(msg.ddls) == 1
-    assert msg.rows == 1 and msg.size == len(rows[0][9])  # what the sink was given, for /metrics
+    first = rows[0]
+    assert isinstance(first, Dml) and msg.rows == 1 and msg.size == len(first.payload)  # the sink got it: /metrics
     sink = tmp_path / "sink"
     assert not (sink / "metadata").exists()  # executors never publish
     assert commit_batch(s, [msg], 0) == 300
@@ -109,7 +112,7 @@ def test_commit_publishes_index_ddl_then_checkpoint_and_never_goes_back(tmp_path
     assert progress.totals == SinkTotals(rows=1, size=msg.size, batches=1, last_synced_ts=200)
     assert progress.last is not None and progress.last.rows == 1 and 2.0 <= progress.last.batch_seconds < 60
     # a replayed older batch (restart before Spark recorded its commit) must not move the checkpoint back
-    old = write_partition(s, iter([mark_row(100, 250, planned)]))
+    old = write_partition(s, iter([Mark(100, 250, planned)]))
     assert commit_batch(s, [old], 1) is None
     assert json.loads((sink / "metadata").read_bytes()) == {"checkpoint-ts": 300}
     again = read_progress(Path(s.state_dir) / "progress.json")

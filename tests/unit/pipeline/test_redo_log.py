@@ -15,6 +15,7 @@ from sparkcdc.model import ColumnInfo, DDLAction, DDLEvent, IndexInfo, RowChange
 from sparkcdc.model.table import with_handle_keys
 from sparkcdc.pipeline.redo_log import empty_batch, tee
 from sparkcdc.pipeline.spec import FeedSpec
+from sparkcdc.pipeline.stage_row import Ddl, Dml
 from sparkcdc.redo.log_file import DdlRecord, RowsRecord
 from sparkcdc.redo.reader import RedoLog, stage
 from sparkcdc.redo.writer import check_writable
@@ -35,14 +36,14 @@ def spec(tmp_path: Path) -> FeedSpec:
                     sink_uri="mysql://root@127.0.0.1:1/")  # fmt: skip
 
 
-def dml(ts: int, seq: int, k: int, info: bool) -> tuple[object, ...]:
+def dml(ts: int, seq: int, k: int, info: bool) -> Dml:
     rows = [RowChange(ts, T, RowOp.INSERT, None, (k, f"v{k}"))]
-    return ("dml", 5, "db", "t", 100, 7, ts, seq, 1, pack(rows), pickle.dumps(T) if info else None)
+    return Dml(5, "db", "t", 100, 7, ts, seq, 1, pack(rows), pickle.dumps(T) if info else None)
 
 
 def test_a_chunk_passes_through_and_its_log_holds_it(tmp_path: Path) -> None:
     ddl = DDLEvent(30, DDLAction.ADD_COLUMN, "ALTER TABLE t ADD COLUMN w INT", "db", "t")
-    rows = [dml(10, 1, 1, True), dml(20, 2, 2, False), ("ddl", 0, "db", "t", 0, 0, 30, 3, 0, pickle.dumps(ddl), None)]
+    rows = [dml(10, 1, 1, True), dml(20, 2, 2, False), Ddl(30, 3, pickle.dumps(ddl))]
     passed = list(tee(spec(tmp_path), config(tmp_path, compression="lz4"), (5, 30, 0, 2), iter(rows)))
     assert passed == rows
     empty_batch(spec(tmp_path), config(tmp_path), 30, 40)

@@ -10,6 +10,7 @@ from typing import Any
 from sparkcdc.model import ColumnInfo, DDLEvent, RowChange, RowOp, TableInfo
 from sparkcdc.model.ddl_action import DDLAction
 from sparkcdc.pipeline.spec import FeedSpec
+from sparkcdc.pipeline.stage_row import Ddl, Dml
 from sparkcdc.pipeline.transform import PART_BYTES, ChunkTransform
 
 COLS = (
@@ -44,17 +45,17 @@ def test_a_big_transaction_is_encoded_in_parts_that_add_up_to_it(tmp_path: Path)
     rows = 10_000
     parts = list(transform(tmp_path).rows(big_txn(rows)))
     whole = list(transform(tmp_path / "whole", "table").rows(big_txn(rows)))
-    t_parts = [r for r in parts if r[0] == "dml" and r[3] == "t"]
+    t_parts = [r for r in parts if isinstance(r, Dml) and r.table == "t"]
     per_part = PART_BYTES // 64
-    assert [r[8] for r in t_parts] == [per_part] * (rows // per_part) + [rows % per_part]
-    assert len({r[6] for r in t_parts}) == 1  # one transaction's commit-ts
-    assert [r[7] for r in parts] == sorted(r[7] for r in parts) and parts[-1][0] == "ddl"
-    assert [r[10] is not None for r in t_parts] == [True] + [False] * (len(t_parts) - 1)  # the table info once
-    t_whole = [r for r in whole if r[0] == "dml" and r[3] == "t"]
-    assert len(t_whole) == 1 and t_whole[0][8] == rows  # transaction-atomicity "table": one payload
+    assert [r.nrows for r in t_parts] == [per_part] * (rows // per_part) + [rows % per_part]
+    assert len({r.commit_ts for r in t_parts}) == 1  # one transaction's commit-ts
+    assert [r.seq for r in parts] == sorted(r.seq for r in parts) and isinstance(parts[-1], Ddl)
+    assert [r.info is not None for r in t_parts] == [True] + [False] * (len(t_parts) - 1)  # the table info once
+    t_whole = [r for r in whole if isinstance(r, Dml) and r.table == "t"]
+    assert len(t_whole) == 1 and t_whole[0].nrows == rows  # transaction-atomicity "table": one payload
     # the same bytes in the same order (but canal-json's "ts", the time of encoding)
-    assert WALL_TS.sub(b'"ts":0', b"".join(r[9] for r in t_parts)) == WALL_TS.sub(b'"ts":0', t_whole[0][9])
-    assert [r[8] for r in parts if r[0] == "dml" and r[3] == "u"] == [3]
+    assert WALL_TS.sub(b'"ts":0', b"".join(r.payload for r in t_parts)) == WALL_TS.sub(b'"ts":0', t_whole[0].payload)
+    assert [r.nrows for r in parts if isinstance(r, Dml) and r.table == "u"] == [3]
 
 
 def test_a_writer_task_reading_its_own_rows_writes_them_as_they_come(tmp_path: Path) -> None:

@@ -1,0 +1,142 @@
+"""The stage row: what the changefeed query's source hands to its sink, one typed shape per kind, and how Spark
+carries it.
+
+Kinds (each a NamedTuple with its own field names and types):
+
+``Dml``   one sink payload: a versioned table's rows of one transaction (or a part of a big one), encoded by the
+          sink's encoder, on the writer ``route`` the encoder chose (a writer task owns every payload of its
+          routes); ``(commit_ts, seq)`` orders a table's payloads; ``info`` is the pickled TableInfo, sent with the
+          first payload of each versioned table and route of a chunk only
+``Ddl``   a DDL event (pickled), ordered among the batch's payloads by ``(commit_ts, seq)``
+``Mark``  the one row per batch that carries its offsets to the commit and when it was planned (Unix ms: the
+          micro-batch duration ends at its commit)
+``Snap``  a snapshot chunk read (the fields of ``snapshot_state.ChunkRead``)
+
+Spark carries a stage row as a tagged union (``spark_schema``): ``route`` (the shuffle key, 0 but for ``Dml``) and
+one struct column per kind, of which exactly the row's own is set. In Python the query's ends exchange Arrow
+record batches of these columns (``to_batches`` on the source, ``from_batches`` in the sink's writer); no code
+outside this module knows the columns' order. pyarrow is imported by the functions that need it (the source's
+planner and the sink's commit runner load this module too).
+"""
+
+from __future__ import annotations
+
+from functools import cache
+from typing import TYPE_CHECKING, Any, NamedTuple
+
+if TYPE_CHECKING:
+    import pyarrow as pa  # type: ignore[import-untyped]
+
+
+class Dml(NamedTuple):
+    route: int
+    schema: str
+    table: str
+    version: int
+    physical_table_id: int
+    commit_ts: int
+    seq: int
+    nrows: int
+    payload: bytes
+    info: bytes | None
+
+
+class Ddl(NamedTuple):
+    commit_ts: int
+    seq: int
+    event: bytes  # the pickled DDLEvent
+
+
+class Mark(NamedTuple):
+    start_ts: int
+    end_ts: int
+    planned_ms: int
+
+
+class Snap(NamedTuple):
+    chunk: int  # the chunk's index in the snapshot plan
+    rows: int
+    watermark: int
+    file: str  # binlog file and position of the read's snapshot ("" and 0 when the server did not say)
+    pos: int
+    keys: bytes  # the keys it read (``snapshot_handover.pack_keys``)
+
+
+StageRow = Dml | Ddl | Mark | Snap
+
+# Arrow type of every field name (a name has one type in every kind; Spark's int is int32, its long int64); the
+# struct columns in ``_KINDS`` order
+_TYPES = {
+    "route": "int32", "schema": "string", "table": "string", "version": "int64", "physical_table_id": "int64",
+    "commit_ts": "int64", "seq": "int32", "nrows": "int32", "payload": "binary", "info": "binary", "event": "binary",
+    "start_ts": "int64", "end_ts": "int64", "planned_ms": "int64", "chunk": "int64", "rows": "int64",
+    "watermark": "int64", "file": "string", "pos": "int64", "keys": "binary",
+}  # fmt: skip
+_KINDS: tuple[tuple[str, type[Any]], ...] = (("dml", Dml), ("ddl", Ddl), ("mark", Mark), ("snap", Snap))
+
+
+def _struct_fields(kind: type[Any]) -> tuple[str, ...]:
+    """The fields a kind's struct column holds (``Dml``'s route is the top-level column)."""
+    return tuple(f for f in kind._fields if f != "route")
+
+
+# A source batch closes at this many rows or once its payloads reach this many bytes, whichever comes first: the
+# bound on what a source task holds besides the row being built. A payload is a transaction's rows of a table or a
+# part of a big one (``transform.PART_BYTES`` of binlog rows, ~2 MiB of canal-json), so a big transaction goes to
+# Spark a part per batch, never whole; small transactions go a few hundred at a time, since each batch has a fixed
+# cost. (Spark's own bound, ``spark.sql.execution.arrow.maxRecordsPerBatch`` in ``query``, applies only to rows
+# Spark converts itself: the sink's input batches.)
+BATCH_ROWS = 256
+BATCH_BYTES = 1 << 20
+
+
+@cache
+def arrow_schema() -> pa.Schema:
+    """The stage row's columns as Arrow types (every field nullable): the one definition the Spark schema is made
+    from, so a source's record batches match what Spark checks them against."""
+    import pyarrow as pa
+
+    return pa.schema(
+        [pa.field("route", getattr(pa, _TYPES["route"])())]
+        + [pa.field(name, _struct_type(kind)) for name, kind in _KINDS]
+    )  # fmt: skip
+
+
+def spark_schema() -> Any:
+    """The stage row's Spark schema (a StructType): the relay source's and the sink's."""
+    from pyspark.sql.pandas.types import from_arrow_schema
+
+    return from_arrow_schema(arrow_schema())
+
+
+def _struct_type(kind: type[Any]) -> pa.StructType:
+    import pyarrow as pa
+
+    return pa.struct([pa.field(f, getattr(pa, _TYPES[f])()) for f in _struct_fields(kind)])
+
+
+def _size(row: StageRow) -> int:
+    if isinstance(row, Dml):
+        return len(row.payload) + len(row.info or b"")
+    if isinstance(row, Ddl):
+        return len(row.event)
+    return len(row.keys) if isinstance(row, Snap) else 0
+
+
+def to_spark(row: StageRow) -> tuple[Any, ...]:
+    """``row`` as a tuple in the Spark schema's order (what a Python source may yield instead of Arrow)."""
+    route, fields = (row.route, tuple(row)[1:]) if isinstance(row, Dml) else (0, tuple(row))
+    return (route, *(fields if type(row) is kind else None for _name, kind in _KINDS))
+
+
+def from_spark(row: Any) -> StageRow:
+    """The stage row of a Spark ``Row`` (or a ``to_spark`` tuple) in the Spark schema's order."""
+    route, dml, ddl, mark, snap = row
+    if dml is not None:
+        return Dml(route, dml[0], dml[1], dml[2], dml[3], dml[4], dml[5], dml[6], bytes(dml[7]),
+                   None if dml[8] is None else bytes(dml[8]))  # fmt: skip
+    if ddl is not None:
+        return Ddl(ddl[0], ddl[1], bytes(ddl[2]))
+    if mark is not None:
+        return Mark(*mark)
+    return Snap(snap[0], snap[1], snap[2], snap[3], snap[4], bytes(snap[5]))
