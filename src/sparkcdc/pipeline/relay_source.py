@@ -37,7 +37,7 @@ from sparkcdc.capture.relay_log import ChunkRef, RelayLog
 from sparkcdc.capture.schema_history import SchemaHistory
 from sparkcdc.pipeline import redo_log, snapshot_source, snapshot_state
 from sparkcdc.pipeline.spec import FeedSpec
-from sparkcdc.pipeline.stage_row import Mark, StageRow, spark_schema, to_spark
+from sparkcdc.pipeline.stage_row import Mark, StageRow, spark_schema, to_batches
 from sparkcdc.pipeline.transform import ChunkTransform
 from sparkcdc.pipeline.worker_gc import freeze_survivors
 
@@ -198,10 +198,11 @@ class RelayStreamReader(DataSourceStreamReader):
             self._relay = None
 
     # -- executors ---------------------------------------------------------------------------------
-    def read(self, partition: InputPartition) -> Iterator[tuple[Any, ...]]:
+    def read(self, partition: InputPartition) -> Iterator[Any]:
+        """The partition's stage rows in Arrow record batches (``stage_row.to_batches``: Spark takes them as they
+        are, where it would convert tuples field by field)."""
         freeze_survivors()
-        for row in self._rows(partition):
-            yield to_spark(row)
+        yield from to_batches(self._rows(partition))
 
     def _rows(self, partition: InputPartition) -> Iterator[StageRow]:
         """The stage rows of one partition, in commit order."""

@@ -21,6 +21,7 @@ planner and the sink's commit runner load this module too).
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Iterator
 from functools import cache
 from typing import TYPE_CHECKING, Any, NamedTuple
 
@@ -123,14 +124,63 @@ def _size(row: StageRow) -> int:
     return len(row.keys) if isinstance(row, Snap) else 0
 
 
-def to_spark(row: StageRow) -> tuple[Any, ...]:
-    """``row`` as a tuple in the Spark schema's order (what a Python source may yield instead of Arrow)."""
-    route, fields = (row.route, tuple(row)[1:]) if isinstance(row, Dml) else (0, tuple(row))
-    return (route, *(fields if type(row) is kind else None for _name, kind in _KINDS))
+def to_batches(rows: Iterable[StageRow]) -> Iterator[pa.RecordBatch]:
+    """``rows`` in Arrow record batches of ``arrow_schema()``, in order: a batch closes at ``BATCH_ROWS`` rows or
+    once its payloads reach ``BATCH_BYTES``, and is passed on before the next row is asked for."""
+    batch: list[StageRow] = []
+    size = 0
+    for row in rows:
+        batch.append(row)
+        size += _size(row)
+        if len(batch) >= BATCH_ROWS or size >= BATCH_BYTES:
+            yield _record_batch(batch)
+            batch, size = [], 0
+    if batch:
+        yield _record_batch(batch)
+
+
+def _fields(row: StageRow) -> tuple[Any, ...]:
+    """A row's values in its struct column (``Dml``'s route is the top-level column)."""
+    return tuple(row)[1:] if isinstance(row, Dml) else tuple(row)
+
+
+def _record_batch(rows: list[StageRow]) -> pa.RecordBatch:
+    import pyarrow as pa
+
+    schema = arrow_schema()
+    columns = [pa.array([r.route if isinstance(r, Dml) else 0 for r in rows], schema.field("route").type)]
+    for name, kind in _KINDS:
+        struct = schema.field(name).type
+        mine = [type(r) is kind for r in rows]
+        if not any(mine):
+            columns.append(pa.nulls(len(rows), struct))
+        elif all(mine):  # the common case (a batch of payloads): a column per field
+            values = zip(*(_fields(r) for r in rows), strict=True)
+            children = [pa.array(v, f.type) for v, f in zip(values, struct, strict=True)]
+            columns.append(pa.StructArray.from_arrays(children, fields=list(struct)))
+        else:
+            columns.append(pa.array([_fields(r) if m else None for r, m in zip(rows, mine, strict=True)], struct))
+    return pa.RecordBatch.from_arrays(columns, schema=schema)
+
+
+def from_batches(batches: Iterable[pa.RecordBatch]) -> Iterator[StageRow]:
+    """The stage rows of record batches with the stage row's columns (what Spark hands the sink's writer)."""
+    for batch in batches:
+        route = batch.column("route").to_pylist()
+        dml = batch.column("dml")
+        if dml.null_count == 0:  # a batch of payloads: read column by column
+            yield from map(Dml._make, zip(route, *(f.to_pylist() for f in dml.flatten()), strict=True))
+            continue
+        kinds = [(batch.column(name).to_pylist(), kind) for name, kind in _KINDS]
+        for i, r in enumerate(route):
+            for values, kind in kinds:
+                if (v := values[i]) is not None:
+                    yield Dml(r, **v) if kind is Dml else kind(**v)
+                    break
 
 
 def from_spark(row: Any) -> StageRow:
-    """The stage row of a Spark ``Row`` (or a ``to_spark`` tuple) in the Spark schema's order."""
+    """The stage row of a Spark ``Row`` in the Spark schema's order."""
     route, dml, ddl, mark, snap = row
     if dml is not None:
         return Dml(route, dml[0], dml[1], dml[2], dml[3], dml[4], dml[5], dml[6], bytes(dml[7]),

@@ -16,7 +16,7 @@ from sparkcdc.capture import Puller, PullerConfig
 from sparkcdc.errors import StorageError
 from sparkcdc.pipeline.relay_source import ChunkPartition, RelayStreamReader
 from sparkcdc.pipeline.spec import FeedSpec
-from sparkcdc.pipeline.stage_row import Ddl, Dml, from_spark
+from sparkcdc.pipeline.stage_row import Ddl, Dml, from_batches
 from tests.fixtures.mariadb import FreshDatabase
 
 pytestmark = pytest.mark.integration
@@ -36,7 +36,7 @@ def _run(reader: RelayStreamReader, parts: list[Any]) -> list[tuple[Any, ...]]:
     blanked, pickled table infos and DDL events loaded (their bytes depend on object sharing)."""
     out: list[tuple[Any, ...]] = []
     for p in parts:
-        for row in map(from_spark, reader.read(pickle.loads(pickle.dumps(p)))):
+        for row in from_batches(reader.read(pickle.loads(pickle.dumps(p)))):
             if isinstance(row, Ddl):
                 out.append((*row[:-1], pickle.loads(row.event)))
             elif isinstance(row, Dml):

@@ -1,12 +1,24 @@
 """The stage row's one definition: the Spark schema the query declares is the Arrow schema Spark checks a source's
-record batches against, and every kind goes through Spark's form and back unchanged."""
+record batches against, every kind goes through record batches and back unchanged, and the batches are bounded so
+that a big transaction is never whole in one."""
 
 from __future__ import annotations
 
-import pytest
 from pyspark.sql.pandas.types import to_arrow_schema
 
-from sparkcdc.pipeline.stage_row import Ddl, Dml, Mark, Snap, StageRow, arrow_schema, from_spark, spark_schema, to_spark
+from sparkcdc.pipeline.stage_row import (
+    BATCH_BYTES,
+    BATCH_ROWS,
+    Ddl,
+    Dml,
+    Mark,
+    Snap,
+    StageRow,
+    arrow_schema,
+    from_batches,
+    spark_schema,
+    to_batches,
+)
 
 ROWS: list[StageRow] = [
     Dml(3, "db", "t", 100, 7, 200, 1, 2, b"payload", b"info"),
@@ -22,8 +34,32 @@ def test_the_spark_schema_is_the_arrow_schema() -> None:
     assert spark_schema().fieldNames() == ["route", "dml", "ddl", "mark", "snap"]
 
 
-@pytest.mark.parametrize("row", ROWS, ids=lambda r: type(r).__name__)
-def test_each_kind_goes_through_spark_unchanged(row: StageRow) -> None:
-    spark = to_spark(row)
-    assert len(spark) == len(arrow_schema()) and [f is not None for f in spark[1:]].count(True) == 1
-    assert from_spark(spark) == row and type(from_spark(spark)) is type(row)
+def test_every_kind_goes_through_record_batches_unchanged() -> None:
+    batches = list(to_batches(ROWS))
+    assert len(batches) == 1 and all(b.schema.equals(arrow_schema()) for b in batches)
+    back = list(from_batches(batches))
+    assert back == ROWS and [type(r) for r in back] == [type(r) for r in ROWS]
+    dml = [r for r in ROWS if isinstance(r, Dml)]
+    assert list(from_batches(to_batches(dml))) == dml  # a batch of payloads only (read column by column)
+
+
+def test_batches_are_bounded_by_rows_and_by_bytes() -> None:
+    small = [Dml(1, "db", "t", 1, 1, 10, i, 1, b"x", None) for i in range(BATCH_ROWS * 2 + 1)]
+    assert [b.num_rows for b in to_batches(small)] == [BATCH_ROWS, BATCH_ROWS, 1]
+    part = BATCH_BYTES // 2 + 1  # two parts of a big transaction fill a batch
+    big = [Dml(1, "db", "t", 1, 1, 10, i, 1000, b"p" * part, None) for i in range(5)]
+    assert [b.num_rows for b in to_batches(big)] == [2, 2, 1]
+    assert list(from_batches(to_batches(big))) == big
+
+
+def test_a_batch_is_passed_on_before_the_next_row_is_read() -> None:
+    read: list[int] = []
+
+    def rows() -> object:
+        for i in range(BATCH_ROWS + 1):
+            read.append(i)
+            yield Dml(1, "db", "t", 1, 1, 10, i, 1, b"x", None)
+
+    batches = to_batches(rows())  # type: ignore[arg-type]
+    next(batches)
+    assert len(read) == BATCH_ROWS
