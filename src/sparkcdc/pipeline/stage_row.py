@@ -178,15 +178,3 @@ def from_batches(batches: Iterable[pa.RecordBatch]) -> Iterator[StageRow]:
                     yield Dml(r, **v) if kind is Dml else kind(**v)
                     break
 
-
-def from_spark(row: Any) -> StageRow:
-    """The stage row of a Spark ``Row`` in the Spark schema's order."""
-    route, dml, ddl, mark, snap = row
-    if dml is not None:
-        return Dml(route, dml[0], dml[1], dml[2], dml[3], dml[4], dml[5], dml[6], bytes(dml[7]),
-                   None if dml[8] is None else bytes(dml[8]))  # fmt: skip
-    if ddl is not None:
-        return Ddl(ddl[0], ddl[1], bytes(ddl[2]))
-    if mark is not None:
-        return Mark(*mark)
-    return Snap(snap[0], snap[1], snap[2], snap[3], snap[4], bytes(snap[5]))
