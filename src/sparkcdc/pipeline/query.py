@@ -33,8 +33,9 @@ def spark_env() -> None:
 # twins: the FileSystem-based manager on the raw local filesystem forks twice per batch and renames just as
 # atomically.
 # A stage row is a whole payload (a transaction's rows of a table, or a part of a big one: ``transform.PART_BYTES``),
-# and Python data sources and sinks exchange them with the JVM in Arrow batches of this many rows (Spark's default,
-# 10,000, held a task's whole output in memory at once: with a big transaction, several times over).
+# and the JVM hands them to the sink's Python writer in Arrow batches of this many rows (Spark's default, 10,000,
+# held a task's whole output in memory at once: with a big transaction, several times over); the relay source makes
+# its own batches, bounded by rows and bytes (``stage_row.BATCH_ROWS``, ``BATCH_BYTES``).
 _SESSION_DEFAULTS = {
     "spark.sql.execution.arrow.maxRecordsPerBatch": "16",
     "spark.ui.enabled": "false",
