@@ -38,10 +38,10 @@ def _run(reader: RelayStreamReader, parts: list[Any]) -> list[tuple[Any, ...]]:
     for p in parts:
         for row in from_batches(reader.read(pickle.loads(pickle.dumps(p)))):
             if isinstance(row, Ddl):
-                out.append((*row[:-1], pickle.loads(row.event)))
+                out.append(row._replace(event=pickle.loads(row.event)))
             elif isinstance(row, Dml):
                 body = re.sub(rb'"ts":[0-9]+', b'"ts":0', row.payload)
-                out.append((*row[:-2], body, row.info and pickle.loads(row.info)))
+                out.append(row._replace(payload=body, info=row.info and pickle.loads(row.info)))
     return out
 
 
