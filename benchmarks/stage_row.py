@@ -58,7 +58,7 @@ def make_rows(n: int, payload: int) -> list[StageRow]:
 
 def as_tuple(row: StageRow) -> tuple[Any, ...]:
     """A stage row as a tuple of the Spark schema (what a source yielding tuples would yield)."""
-    fields = tuple(row)[1:] if isinstance(row, Dml) else tuple(row)
+    fields = tuple(v for k, v in row._asdict().items() if k != "route")
     return (row.route if isinstance(row, Dml) else 0, *(fields if type(row) is k else None for k in _KINDS))
 
 
