@@ -54,10 +54,10 @@ class BatchMessage(WriterCommitMessage):
 
 
 def write_partition(spec: FeedSpec, rows: Iterator[StageRow]) -> BatchMessage:
-    """Executor side of the sink for one partition's stage rows: the sink's
-    writer gets the payloads in commit order. When the task's rows come from its own reader (``spec.writer_tasks``)
-    they already are in that order and stream through, a few at a time (a big transaction's parts are never all in
-    memory); rows shuffled from several source tasks are gathered and sorted first."""
+    """Executor side of the sink for one partition's stage rows: the sink's writer gets the payloads in commit
+    order. When the task's rows come from its own reader (``spec.writer_tasks``) they already are in that order and
+    stream through, a few at a time (a big transaction's parts are never all in memory); rows shuffled from several
+    source tasks are gathered and sorted first."""
     freeze_survivors()
     batch = _Batch(spec)
     began = time.monotonic()
