@@ -83,7 +83,7 @@ def _struct_fields(kind: type[Any]) -> tuple[str, ...]:
 
 # A source batch closes at this many rows or once its payloads reach this many bytes, whichever comes first: the
 # bound on what a source task holds besides the row being built. A payload is a transaction's rows of a table or a
-# part of a big one (``transform.PART_BYTES`` of binlog rows, ~2 MiB of canal-json), so a big transaction goes to
+# part of a big one (``transform.PART_BYTES`` of binlog rows, ~0.6 MiB of canal-json), so a big transaction goes to
 # Spark a part per batch, never whole; small transactions go a few hundred at a time, since each batch has a fixed
 # cost. (Spark's own bound, ``spark.sql.execution.arrow.maxRecordsPerBatch`` in ``query``, applies only to rows
 # Spark converts itself: the sink's input batches.)

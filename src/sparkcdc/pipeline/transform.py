@@ -26,8 +26,9 @@ log = logging.getLogger(__name__)
 
 # A table's rows of one transaction are encoded in parts of about this much binlog row data when the sink allows it
 # (a canal-json payload is ~10x that): what a big transaction costs in memory along the query is a few Arrow batches
-# of parts (``spark.sql.execution.arrow.maxRecordsPerBatch`` each): 256 KiB parts made 40 MB batches, and the
-# source's Python worker and the JVM held several (peak RSS +0.4 GiB for a 1M-row transaction).
+# of parts (the source's are bounded by bytes, ``stage_row.BATCH_BYTES``; the sink's input by 16 rows, ``query``):
+# 256 KiB parts made 40 MB batches of 16, and the Python workers and the JVM held several (peak RSS +0.4 GiB for a
+# 1M-row transaction).
 PART_BYTES = 64 << 10
 _ROW_BYTES = 64  # what a decoded row counts for towards PART_BYTES
 
