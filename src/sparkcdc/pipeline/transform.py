@@ -15,6 +15,7 @@ from itertools import count
 from typing import Any
 
 from sparkcdc.changefeed.bdr import BDR_SERVER_ID
+from sparkcdc.changefeed.config import replicated_ddl
 from sparkcdc.codec import native
 from sparkcdc.errors import ConfigError, SparkcdcError, with_code
 from sparkcdc.filter.event_filter import EventFilter
@@ -90,6 +91,8 @@ class ChunkTransform:
             raise with_code(e) from e
 
     def _ddl_wanted(self, ddl: DDLEvent) -> bool:
+        """The filter rules' and event filters' verdict on a DDL; what is left is then replicated or not by its
+        table's eligibility (:func:`~sparkcdc.changefeed.config.replicated_ddl`), for every sink alike."""
         if ddl.is_database_level:
             if not self.table_filter.match_schema(ddl.schema):
                 return False
@@ -125,8 +128,8 @@ class ChunkTransform:
             if isinstance(ev, DDLEvent):
                 yield from self._flush_txn(open_txn, seq)
                 open_txn, sizes = {}, {}
-                if ddls and self._ddl_wanted(ev):
-                    yield Ddl(ev.commit_ts, next(seq), pickle.dumps(ev))
+                if ddls and self._ddl_wanted(ev) and (ddl := replicated_ddl(ev, self.force_replicate)) is not None:
+                    yield Ddl(ddl.commit_ts, next(seq), pickle.dumps(ddl))
                 continue
             t = ev.table
             if not self._table_wanted(t.schema, t.table):

@@ -7,7 +7,6 @@ from pathlib import Path
 
 import pytest
 
-from sparkcdc.changefeed.config import ReplicaConfig
 from sparkcdc.errors import ConfigError
 from sparkcdc.lake.location import LakeLocation
 from sparkcdc.masking import mask_uri
@@ -18,9 +17,6 @@ from sparkcdc.sink.lake.config import LakeSinkConfig
 def test_delta_uri() -> None:
     cfg = sink_config("delta:///data/lake/?flush-interval=500ms&worker-count=8")
     assert cfg == LakeSinkConfig(LakeLocation("delta", "/data/lake"), 0.5, 8)
-    doc = ReplicaConfig.from_toml({"force-replicate": True}).to_toml()  # the changefeed's config, as a run gets it
-    assert sink_config("delta:///data/lake", doc).force_replicate
-    assert not sink_config("delta:///data/lake", ReplicaConfig.from_toml({}).to_toml()).force_replicate
 
 
 def test_iceberg_uri_with_a_catalog_keeps_its_password_out_of_repr() -> None:

@@ -14,7 +14,7 @@ class _LakeSink:
     def config(self, uri: str, toml: Mapping[str, Any]) -> Any:
         from sparkcdc.sink.lake.config import LakeSinkConfig
 
-        return LakeSinkConfig.from_uri(uri, toml)
+        return LakeSinkConfig.from_uri(uri)
 
     def check(self, config: Any, tables: Callable[[], Sequence[TableInfo]]) -> None:
         from sparkcdc.errors import ConfigError

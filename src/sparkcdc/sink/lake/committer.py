@@ -1,14 +1,14 @@
 """Driver side: the batch's DDLs at the barrier, after every table's MERGE of the batch committed; tables
 missing from the lake are created once per run from the run's table definitions, so a table with no DDL in the
 stream exists before its first row. A DDL of a table the changefeed does not replicate (no key, no
-``force-replicate``) makes or changes no lake table (:func:`~sparkcdc.changefeed.config.replicated_ddl`)."""
+``force-replicate``) never comes here: the source leaves it out for every sink
+(:func:`~sparkcdc.changefeed.config.replicated_ddl`)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from sparkcdc.changefeed.config import replicated_ddl
 from sparkcdc.lake.ddl import apply_ddl
 from sparkcdc.lake.target import open_tables
 from sparkcdc.model import DDLEvent, TableInfo
@@ -30,11 +30,10 @@ class LakeCommitter:
             lake.ensure(info, add_columns=False)  # definitions, after a crash: a renamed column must not come back)
 
     def commit(self, results: Sequence[Any], ddls: Sequence[DDLEvent]) -> None:
-        wanted = [d for d in (replicated_ddl(ddl, self.config.force_replicate) for ddl in ddls) if d is not None]
-        if not wanted:
+        if not ddls:
             return
         lake = open_tables(self.config.where, self.ctx.changefeed)
-        for ddl in wanted:
+        for ddl in ddls:
             apply_ddl(lake, ddl)
 
     def checkpoint(self, ts: int) -> None:

@@ -1,13 +1,11 @@
-"""The lake sinks' config: where the tables live (:class:`~sparkcdc.lake.location.LakeLocation`), the pacing, and
-whether the changefeed replicates tables without a key (``force-replicate``: their DDLs make lake tables only then)."""
+"""The lake sinks' config: where the tables live (:class:`~sparkcdc.lake.location.LakeLocation`) and the pacing."""
 
 from __future__ import annotations
 
 import importlib.util
 import os
-from collections.abc import Mapping
 from dataclasses import dataclass
-from typing import Any, Final
+from typing import Final
 
 from sparkcdc.errors import ConfigError, StorageError
 from sparkcdc.lake.location import ERR_SINK_URI_INVALID, META_DIR, LakeLocation
@@ -24,12 +22,10 @@ class LakeSinkConfig:
     where: LakeLocation
     flush_interval: float = DEFAULT_FLUSH_INTERVAL
     worker_count: int = DEFAULT_WORKER_COUNT
-    force_replicate: bool = False
 
     @classmethod
-    def from_uri(cls, uri: str, toml: Mapping[str, Any] | None = None) -> LakeSinkConfig:
-        """``toml`` is the changefeed's config document (validated already). Raises ConfigError (one line, secrets
-        masked)."""
+    def from_uri(cls, uri: str) -> LakeSinkConfig:
+        """Raises ConfigError (one line, secrets masked)."""
         where, params = LakeLocation.from_uri(uri)
         flush = DEFAULT_FLUSH_INTERVAL
         if "flush-interval" in params:
@@ -45,7 +41,7 @@ class LakeSinkConfig:
                 raise ConfigError(f"sink uri invalid '{mask_uri(uri)}': worker-count must be an integer in "
                                   f"[1, {MAX_WORKER_COUNT}], not {text!r}", code=ERR_SINK_URI_INVALID)  # fmt: skip
             workers = int(text)
-        return cls(where, flush, workers, (toml or {}).get("force-replicate") is True)
+        return cls(where, flush, workers)
 
 
 def check_writable(config: LakeSinkConfig) -> None:
