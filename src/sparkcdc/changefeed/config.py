@@ -37,6 +37,8 @@ from sparkcdc.model.table import TableInfo
 from sparkcdc.storage import duration as go_duration
 
 ERR_REPLICA_CONFIG = "CDC:ErrInvalidReplicaConfig"
+# TiCDC fails a changefeed whose replicated table loses its only key with a plain error: its owner shows this code.
+ERR_INELIGIBLE_AFTER_DDL = "CDC:ErrOwnerUnknown"
 
 DEFAULT_MEMORY_QUOTA = 1024 * 1024 * 1024
 # TiCDC's lower bounds (pkg/config/replica_config.go); the sync point ones apply when enable-sync-point is on.
@@ -448,15 +450,23 @@ def replicated_ddl(ddl: DDLEvent, force_replicate: bool) -> DDLEvent | None:
     puller, ``checkIneligibleTableDDL``): without ``force-replicate`` a table without a handle key is not replicated,
     and neither are its DDLs. None for a DDL of a table without a key after it that had none before it (or did not
     exist: its CREATE TABLE, TRUNCATE, RENAME, ALTER); a table that gains a key is replicated from that DDL on, which
-    a sink then sees without the table before it (a CREATE TABLE: nothing of the table was replicated before). A
-    table losing its only key is passed on for the sink to refuse (TiCDC fails the changefeed there too); DROP TABLE
-    and database DDLs are passed on as they are."""
+    a sink then sees without the table before it (a CREATE TABLE: nothing of the table was replicated before). DROP
+    TABLE and database DDLs are passed on as they are. Raises ConfigError for a replicated table losing its only key
+    (TiCDC fails the changefeed there, with its unknown-error code: its rows would stop being replicated)."""
     info, pre = ddl.table_info, ddl.pre_table_info
     if force_replicate or info is None or ddl.action is DDLAction.DROP_TABLE:
         return ddl
     was = pre is not None and pre.is_eligible
     if not info.is_eligible:
-        return ddl if was else None
+        if was:
+            raise ConfigError(
+                f"DDL {ddl.query!r} on {ddl.schema}.{ddl.table} at commit-ts {ddl.commit_ts} leaves a replicated "
+                "table without a primary key or NOT NULL unique key, so its changes would no longer be replicated; "
+                "to replicate the table on without a key, pause the changefeed, set force-replicate = true, and "
+                "resume it",
+                code=ERR_INELIGIBLE_AFTER_DDL,
+            )
+        return None
     return ddl if was or pre is None else replace(ddl, pre_table_info=None)
 
 

@@ -102,6 +102,14 @@ class ChunkTransform:
                 return False
         return not self.event_filter.should_skip_ddl(ddl.schema, ddl.table or None, int(ddl.action), ddl.query)
 
+    def _replicated(self, ddl: DDLEvent) -> DDLEvent | None:
+        """The DDL as every sink sees it, or None when the changefeed does not replicate its table; its error (a
+        replicated table losing its only key) carries its code across Spark."""
+        try:
+            return replicated_ddl(ddl, self.force_replicate)
+        except SparkcdcError as e:
+            raise with_code(e) from e
+
     def rows(
         self,
         events: Iterable[RowChange | RowsEvent | DDLEvent],
@@ -128,7 +136,7 @@ class ChunkTransform:
             if isinstance(ev, DDLEvent):
                 yield from self._flush_txn(open_txn, seq)
                 open_txn, sizes = {}, {}
-                if ddls and self._ddl_wanted(ev) and (ddl := replicated_ddl(ev, self.force_replicate)) is not None:
+                if ddls and self._ddl_wanted(ev) and (ddl := self._replicated(ev)) is not None:
                     yield Ddl(ddl.commit_ts, next(seq), pickle.dumps(ddl))
                 continue
             t = ev.table

@@ -1,6 +1,6 @@
 """The source passes on a DDL to every sink only when the changefeed replicates its table (TiCDC's DDL puller,
 ``checkIneligibleTableDDL``): without ``force-replicate`` a table without a key is not replicated, nor are its DDLs;
-a table gaining a key is replicated from that DDL on."""
+a table gaining a key is replicated from that DDL on; a replicated table losing its only key fails the changefeed."""
 
 from __future__ import annotations
 
@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from sparkcdc.errors import ConfigError, from_traceback
 from sparkcdc.model import ColumnInfo, DDLEvent, TableInfo
 from sparkcdc.model.ddl_action import DDLAction
 from sparkcdc.pipeline.spec import FeedSpec
@@ -59,3 +60,20 @@ def test_a_table_gaining_a_key_is_replicated_from_that_ddl_on(tmp_path: Path) ->
     drop = DDLEvent(400, DDLAction.DROP_TABLE, "DROP TABLE t", "db", "t", KEYED, KEYED)
     out = ddls_out(transform(tmp_path, SINKS[0], False), [*KEYLESS_DDLS, GAINS, drop])
     assert out == [DDLEvent(300, DDLAction.ADD_PRIMARY_KEY, GAINS.query, "db", "t", KEYED), drop]
+
+
+@pytest.mark.parametrize("sink", SINKS)
+def test_a_replicated_table_losing_its_only_key_fails_the_changefeed_for_every_sink(tmp_path: Path, sink: str) -> None:
+    """As TiCDC's DDL puller: its changes would stop being replicated. The error names the DDL and the way on, and
+    keeps its code and permanence across Spark (only its text crosses); under force-replicate the DDL passes."""
+    loses = DDLEvent(400, DDLAction.DROP_PRIMARY_KEY, "ALTER TABLE t DROP PRIMARY KEY", "db", "t",
+                     KEYLESS.with_version(400), KEYED)  # fmt: skip
+    with pytest.raises(ConfigError) as e:
+        ddls_out(transform(tmp_path, sink, False), [loses])
+    crossed = from_traceback(f"sparkcdc.errors.ConfigError: {e.value.message}")
+    assert crossed is not None and crossed.code == "CDC:ErrOwnerUnknown" and crossed.permanent
+    assert crossed.message == ("DDL 'ALTER TABLE t DROP PRIMARY KEY' on db.t at commit-ts 400 leaves a replicated "
+                                    "table without a primary key or NOT NULL unique key, so its changes would no "
+                                    "longer be replicated; to replicate the table on without a key, pause the "
+                                    "changefeed, set force-replicate = true, and resume it")  # fmt: skip
+    assert ddls_out(transform(tmp_path / "forced", sink, True), [loses]) == [loses]

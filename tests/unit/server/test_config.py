@@ -79,7 +79,7 @@ def test_the_replicated_tables_are_the_matched_eligible_ones_unless_force_replic
 def test_ddls_of_a_table_without_a_key_are_replicated_as_its_rows_are() -> None:
     """TiCDC's DDL puller: without force-replicate the DDLs of a table without a key after them and before them (or
     created without one) are dropped; a table gaining a key is replicated from its DDL on, as if created there; one
-    losing its only key is passed on (the sink refuses it); DROP TABLE always passes."""
+    losing its only key fails the changefeed (passed on under force-replicate); DROP TABLE always passes."""
     key = ColumnInfo("id", "int", nullable=False, primary_key=True, handle_key=True)
     keyed, keyless = TableInfo("app", "t", 1, (key,)), TableInfo("app", "t", 1, (ColumnInfo("id", "int"),))
 
@@ -92,7 +92,13 @@ def test_ddls_of_a_table_without_a_key_are_replicated_as_its_rows_are() -> None:
     gains = ddl(DDLAction.ADD_PRIMARY_KEY, keyed, keyless)
     assert replicated_ddl(gains, False) == ddl(DDLAction.ADD_PRIMARY_KEY, keyed)
     assert replicated_ddl(gains, True) == gains
-    for kept in (ddl(DDLAction.DROP_PRIMARY_KEY, keyless, keyed), ddl(DDLAction.ADD_COLUMN, keyed, keyed),
+    loses = ddl(DDLAction.DROP_PRIMARY_KEY, keyless, keyed)
+    with pytest.raises(ConfigError, match=r"^DDL 'q' on app\.t at commit-ts 10 leaves a replicated table without a "
+                                          r"primary key .* set force-replicate = true") as e:  # fmt: skip
+        replicated_ddl(loses, False)
+    assert e.value.code == "CDC:ErrOwnerUnknown" and not e.value.retry
+    assert replicated_ddl(loses, True) == loses
+    for kept in (ddl(DDLAction.ADD_COLUMN, keyed, keyed),
                  ddl(DDLAction.CREATE_TABLE, keyed), ddl(DDLAction.DROP_TABLE, keyless, keyless),
                  ddl(DDLAction.DROP_TABLE, None), ddl(DDLAction.CREATE_SCHEMA, None)):  # fmt: skip
         assert replicated_ddl(kept, False) == kept
