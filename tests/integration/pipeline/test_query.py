@@ -76,6 +76,10 @@ TABLE_DDL = (
 )
 
 
+# DDLs of tables without a key: no sink gets them without force-replicate
+KEYLESS_DDL = ("ALTER TABLE nopk ADD COLUMN n INT", "CREATE TABLE nokey2 (id INT)")
+
+
 def spec_for(db: FreshDatabase, puller: PullerThread, tmp_path: Path, uri: str) -> FeedSpec:
     """A changefeed of ``db``'s tables (created upstream first) into ``uri``, from now."""
     db.execute(*TABLE_DDL)
@@ -124,7 +128,8 @@ def run_workload(
 def test_mixed_workload_with_ddl_replays_exactly(
     spark: Any, fresh_db: FreshDatabase, puller_thread: PullerThread, tmp_path: Path, capsys: Any
 ) -> None:
-    """The storage sink routes by table, so its writer tasks read the relay log themselves: no shuffle."""
+    """The storage sink routes by table, so its writer tasks read the relay log themselves: no shuffle. The DDLs of
+    tables without a key (no force-replicate) write nothing, as TiCDC's."""
     db = fresh_db
     sink = tmp_path / "sink"
     uri = f"file://{sink}?protocol=canal-json&worker-count=3"
@@ -134,7 +139,7 @@ def test_mixed_workload_with_ddl_replays_exactly(
         raw = (sink / "metadata").read_bytes() if (sink / "metadata").exists() else None
         return None if raw is None else int(json.loads(raw)["checkpoint-ts"])
 
-    plan, seen, end = run_workload(spark, spec, db, puller_thread, capsys, metadata)
+    plan, seen, end = run_workload(spark, spec, db, puller_thread, capsys, metadata, more=KEYLESS_DDL)
     assert "WriteToDataSourceV2" in plan and "Exchange" not in plan  # reading and writing in one stage
     assert seen == sorted(seen)
     progress = read_progress(Path(spec.state_dir) / "progress.json")
@@ -149,6 +154,7 @@ def test_mixed_workload_with_ddl_replays_exactly(
     storage = ExternalStorage.from_uri(uri)
     assert layout_violations(storage) == []
     paths = storage.list("")
+    assert not [p for p in paths if p.startswith((f"{db.name}/nopk/", f"{db.name}/nokey2/"))]
     # the DDL's schema file carries its query; rows after it live in its version directory
     ddl_files = [p for p in paths if p.startswith(f"{db.name}/a/meta/schema_")]
     assert len(ddl_files) == 2
@@ -164,7 +170,8 @@ def test_mysql_sink_without_redo_log_reads_in_its_writer_tasks(
     """The MySQL sink routes by table too: without a redo log its writer tasks read the relay log themselves (no
     shuffle), and the downstream ends equal to the upstream through a DDL mid-stream, key-changing updates and a
     table created mid-stream, with the checkpoint moving only forward. With a redo log the shuffle stays (its
-    barrier: every chunk's log durable before any writer starts)."""
+    barrier: every chunk's log durable before any writer starts). The DDLs of tables without a key (no
+    force-replicate) create and change no table downstream, as TiCDC's."""
     db = fresh_db
     run_sql(target, f"DROP DATABASE IF EXISTS `{db.name}`", f"CREATE DATABASE `{db.name}`", f"USE `{db.name}`",
             *TABLE_DDL)  # fmt: skip
@@ -173,9 +180,12 @@ def test_mysql_sink_without_redo_log_reads_in_its_writer_tasks(
         spec = spec_for(db, puller_thread, tmp_path, uri)
         redo = {**spec.config, "consistent": {"level": "eventual", "storage": f"file://{tmp_path / 'redo'}"}}
         assert not route_aligned(replace(spec, config=redo))
-        plan, seen, _end = run_workload(spark, spec, db, puller_thread, capsys)
+        plan, seen, _end = run_workload(spark, spec, db, puller_thread, capsys, more=KEYLESS_DDL)
         assert "WriteToDataSourceV2" in plan and "Exchange" not in plan  # reading and writing in one stage
         assert seen == sorted(seen)
+        assert run_sql(target, "SELECT table_name, column_name FROM information_schema.columns WHERE table_schema = "
+                               f"'{db.name}' AND table_name IN ('nopk', 'nokey2') ORDER BY 1, ordinal_position") == [
+            ("nopk", "id"), ("nopk", "s")]  # fmt: skip
         for t in TABLES:
             sql = f"SELECT * FROM `{db.name}`.`{t}` ORDER BY 1"
             assert run_sql(target, sql) == db.query(sql), t
