@@ -14,6 +14,7 @@ import pytest
 from sparkcdc.mysql.target import MysqlTarget
 from sparkcdc.pipeline.progress import read_progress
 from sparkcdc.pipeline.query import route_aligned, start_query
+from sparkcdc.pipeline.runner import query_failure
 from sparkcdc.pipeline.spec import FeedSpec
 from sparkcdc.storage.external import ExternalStorage
 from tests.e2e.lake_readers import read_delta
@@ -190,6 +191,30 @@ def test_mysql_sink_without_redo_log_reads_in_its_writer_tasks(
             sql = f"SELECT * FROM `{db.name}`.`{t}` ORDER BY 1"
             assert run_sql(target, sql) == db.query(sql), t
         assert run_sql(target, f"SELECT COUNT(*) FROM `{db.name}`.nopk") == [(0,)]  # no PK / UK: not eligible
+    finally:
+        run_sql(target, f"DROP DATABASE IF EXISTS `{db.name}`")
+
+
+def test_mysql_sink_fails_on_the_ddl_of_a_table_gaining_a_key_it_never_created(
+    spark: Any, fresh_db: FreshDatabase, puller_thread: PullerThread, target: MysqlTarget, tmp_path: Path
+) -> None:
+    """A key-less table (no force-replicate) that gains a key is replicated from that DDL on, which TiCDC passes on
+    as it is: the MySQL sink runs the ALTER on a table it never created downstream and fails with the downstream's
+    error, as TiCDC's does."""
+    db = fresh_db
+    run_sql(target, f"DROP DATABASE IF EXISTS `{db.name}`", f"CREATE DATABASE `{db.name}`")
+    try:
+        spec = spec_for(db, puller_thread, tmp_path, f"mysql://{target.user}@{target.host}:{target.port}/")
+        query = start_query(spark, spec, trigger_seconds=0.5)
+        try:
+            db.execute("ALTER TABLE nopk ADD PRIMARY KEY (id)")
+            wait_for(lambda: query.exception() is not None, 120, "the query to fail on the ALTER")
+            error = query_failure(query.exception())
+        finally:
+            query.stop()
+        assert error.code == "CDC:ErrMySQLQueryError" and error.permanent, error
+        assert "executing DDL 'ALTER TABLE nopk ADD PRIMARY KEY (id)'" in error.message, error
+        assert f"Table '{db.name}.nopk' doesn't exist" in error.message, error
     finally:
         run_sql(target, f"DROP DATABASE IF EXISTS `{db.name}`")
 
