@@ -14,6 +14,7 @@ from sparkcdc.errors import ConfigError, from_traceback
 from sparkcdc.model import ColumnInfo, DDLEvent, TableInfo
 from sparkcdc.model.ddl_action import DDLAction
 from sparkcdc.pipeline.spec import FeedSpec
+from sparkcdc.pipeline.stage_row import Ddl
 from sparkcdc.pipeline.transform import ChunkTransform
 
 KEY = ColumnInfo("id", "int", nullable=False, primary_key=True, handle_key=True)
@@ -33,7 +34,7 @@ def transform(tmp_path: Path, sink: str, force_replicate: bool) -> ChunkTransfor
 
 
 def ddls_out(t: ChunkTransform, events: list[DDLEvent]) -> list[DDLEvent]:
-    return [pickle.loads(r[9]) for r in t.rows(events) if r[0] == "ddl"]
+    return [pickle.loads(r.event) for r in t.rows(events) if isinstance(r, Ddl)]
 
 
 KEYLESS_DDLS = [
