@@ -219,20 +219,25 @@ class _Recorder:
             self.produced.tofile(f)
 
 
+def _record(options: dict[str, str], rows: Iterator[None]) -> WriterCommitMessage:
+    """Record, for each row a writer receives (``rows`` yields once per row), how far its reader was ahead."""
+    rec = _Recorder(options)
+    index = -1
+    for _ in rows:
+        if index < 0:
+            index = _task_partition()
+        rec.seen(index)
+    if index >= 0:
+        rec.save(index)
+    return WriterCommitMessage()
+
+
 class _RowWriter(DataSourceStreamWriter):
     def __init__(self, options: dict[str, str]) -> None:
         self.options = dict(options)
 
     def write(self, iterator: Iterator[Any]) -> WriterCommitMessage:
-        rec = _Recorder(self.options)
-        index = -1
-        for _row in iterator:
-            if index < 0:
-                index = _task_partition()
-            rec.seen(index)
-        if index >= 0:
-            rec.save(index)
-        return WriterCommitMessage()
+        return _record(self.options, (None for _row in iterator))
 
     def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
         pass
@@ -241,27 +246,9 @@ class _RowWriter(DataSourceStreamWriter):
         pass
 
 
-class _ArrowWriter(DataSourceStreamArrowWriter):
-    def __init__(self, options: dict[str, str]) -> None:
-        self.options = dict(options)
-
+class _ArrowWriter(_RowWriter, DataSourceStreamArrowWriter):
     def write(self, iterator: Iterator[Any]) -> WriterCommitMessage:
-        rec = _Recorder(self.options)
-        index = -1
-        for batch in iterator:
-            for _ in range(batch.num_rows):
-                if index < 0:
-                    index = _task_partition()
-                rec.seen(index)
-        if index >= 0:
-            rec.save(index)
-        return WriterCommitMessage()
-
-    def commit(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        pass
-
-    def abort(self, messages: list[WriterCommitMessage | None], batchId: int) -> None:
-        pass
+        return _record(self.options, (None for batch in iterator for _ in range(batch.num_rows)))
 
 
 def _task_partition() -> int:
