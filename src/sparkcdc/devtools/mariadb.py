@@ -93,6 +93,13 @@ class MariaDB:
         return self.dir / "data"
 
     @property
+    def tmpdir(self) -> Path:
+        """The instance's own temporary directory: a starting mariadbd deletes every ``#sql*`` file in its
+        tmpdir, so instances sharing ``/tmp`` delete each other's temporary tables (an install running
+        beside another instance's start fails with "Error on delete of '/tmp/#sql-temptable-...'")."""
+        return self.dir / "tmp"
+
+    @property
     def socket_path(self) -> Path:
         return self.dir / "mysqld.sock"
 
@@ -123,7 +130,7 @@ class MariaDB:
         Raises UpstreamError when the server does not come up (the error log's tail is in the message).
         """
         ensure_installed()
-        self.dir.mkdir(parents=True, exist_ok=True)
+        self.tmpdir.mkdir(parents=True, exist_ok=True)
         if self._alive_pid() is not None:
             state = json.loads((self.dir / _STATE_FILE).read_text())
             self.port = int(state["port"])
@@ -133,6 +140,7 @@ class MariaDB:
                 _binary("mariadb-install-db"),
                 "--no-defaults",
                 f"--datadir={self.datadir}",
+                f"--tmpdir={self.tmpdir}",
                 "--user=root",
                 "--auth-root-authentication-method=normal",
                 "--skip-test-db",
@@ -147,6 +155,7 @@ class MariaDB:
             "--no-defaults",
             "--user=root",
             f"--datadir={self.datadir}",
+            f"--tmpdir={self.tmpdir}",
             f"--port={self.port}",
             "--bind-address=127.0.0.1",
             f"--socket={self.socket_path}",
