@@ -19,11 +19,11 @@ import logging
 import re
 from dataclasses import dataclass, field
 from typing import Any
-from urllib.parse import SplitResult, parse_qsl, unquote, urlsplit
+from urllib.parse import parse_qsl
 
 from sparkcdc.errors import ConfigError, SparkcdcError
 from sparkcdc.masking import mask_uri, mask_value
-from sparkcdc.tls_files import TlsFileError, check_tls_files
+from sparkcdc.mysql.uri import Authority, UriProblem, split_uri, tls_problem
 
 log = logging.getLogger(__name__)
 
@@ -45,7 +45,6 @@ _IGNORED_PARAMS = frozenset(
     }
 )
 _KNOWN_PARAMS = _IGNORED_PARAMS | {"time-zone", "ssl-ca", "ssl-cert", "ssl-key", "connect-timeout", "bulk-load"}
-SCHEMES = ("mysql", "tidb", "mariadb", "mysql+ssl", "tidb+ssl")
 # What ``cdc server --upstream`` takes: TLS only (the sink's other parameters tune writes).
 UPSTREAM_PARAMS = frozenset({"ssl-ca", "ssl-cert", "ssl-key"})
 UPSTREAM_FORM = "mysql://user:password@host:port[?ssl-ca=FILE[&ssl-cert=FILE&ssl-key=FILE]] or mysql+ssl://..."
@@ -87,7 +86,8 @@ class MysqlTarget:
 
     @classmethod
     def parse(cls, uri: str, *, upstream: bool = False) -> MysqlTarget:
-        """Parse ``mysql://user:pass@host:port/db?params`` (also ``tidb://``, ``mariadb://`` and the ``+ssl`` schemes).
+        """Parse ``mysql://user:pass@host:port/db?params`` (also ``tidb://``, ``mariadb://`` and the ``+ssl`` schemes;
+        the authority and TLS parameters as ``sparkcdc.mysql.uri`` reads them for every MySQL URI).
 
         ``upstream``: the URI is ``cdc server --upstream``, the server whose binlog is captured. It takes only the
         TLS parameters (``UPSTREAM_PARAMS``) and no database (capture reads every database's binlog), and its
@@ -97,19 +97,18 @@ class MysqlTarget:
         """
         if upstream:
             return cls._parse_upstream(uri)
+
+        def invalid(problem: str) -> ConfigError:
+            return ConfigError(f"invalid MySQL URI {mask_uri(uri)!r}: {problem}", code="CDC:ErrMySQLInvalidConfig")
+
         try:
-            parts = urlsplit(uri.strip())
-            port = parts.port
-        except ValueError as e:
-            raise ConfigError(f"invalid MySQL URI {mask_uri(uri)!r}: {e}", code="CDC:ErrMySQLInvalidConfig") from e
-        if parts.scheme.lower() not in SCHEMES:
-            raise ConfigError(
-                f"unsupported downstream scheme {parts.scheme!r} in {mask_uri(uri)!r}; use mysql:// or tidb://",
-                code="CDC:ErrMySQLInvalidConfig",
-            )
-        if not parts.hostname:
-            raise ConfigError(f"MySQL URI {mask_uri(uri)!r} has no host", code="CDC:ErrMySQLInvalidConfig")
-        params = tuple(parse_qsl(parts.query, keep_blank_values=True))
+            where = split_uri(uri)
+        except UriProblem as e:
+            if e.kind == "scheme":
+                raise ConfigError(f"unsupported downstream scheme {e.reason!r} in {mask_uri(uri)!r}; use mysql:// or "
+                                  "tidb://", code="CDC:ErrMySQLInvalidConfig") from None  # fmt: skip
+            raise invalid(e.reason) from None
+        params = tuple(parse_qsl(where.query, keep_blank_values=True))
         for key, _ in params:
             if key not in _KNOWN_PARAMS:
                 raise ConfigError(
@@ -124,54 +123,49 @@ class MysqlTarget:
         if bulk not in ("true", "false"):
             raise ConfigError(f"invalid bulk-load {bulk!r} in MySQL URI: use true or false",
                               code="CDC:ErrMySQLInvalidConfig")  # fmt: skip
-        if bad := _tls_file_problem(given):
-            raise ConfigError(f"invalid {bad[0]} in MySQL URI: {bad[1]}", code="CDC:ErrMySQLInvalidConfig")
-        return cls._of(parts, port, params)
+        if bad := tls_problem(given):
+            key, reason = bad
+            if not key:
+                raise invalid(reason)
+            raise ConfigError(f"invalid {key} {mask_value(key, given[key])!r} in MySQL URI: {reason}",
+                              code="CDC:ErrMySQLInvalidConfig")  # fmt: skip
+        return cls.at(where, params)
 
     @classmethod
     def _parse_upstream(cls, uri: str) -> MysqlTarget:
-        def invalid(problem: str, fix: str = f"use {UPSTREAM_FORM}") -> ConfigError:
-            return ConfigError(f"invalid upstream URI {mask_uri(uri)!r}: {problem}; {fix}",
+        def invalid(problem: str, fix: str = f"; use {UPSTREAM_FORM}") -> ConfigError:
+            return ConfigError(f"invalid upstream URI {mask_uri(uri)!r}: {problem}{fix}",
                                code="CDC:ErrInvalidServerOption")  # fmt: skip
 
         try:
-            parts = urlsplit(uri.strip())
-            port = parts.port
-        except ValueError as e:
-            raise invalid(str(e)) from None
-        if parts.scheme.lower() not in SCHEMES:
-            raise invalid(f"unsupported scheme {parts.scheme!r}")
-        if not parts.hostname:
-            raise invalid("no host")
-        if unquote(parts.path.strip("/")):
-            raise invalid(f"it names database {unquote(parts.path.strip('/'))!r}, but capture reads every database's "
-                          "binlog", "drop the path and choose tables with the changefeed's [filter] rules")  # fmt: skip
-        params = tuple(parse_qsl(parts.query, keep_blank_values=True))
+            where = split_uri(uri)
+        except UriProblem as e:
+            raise invalid(f"unsupported scheme {e.reason!r}" if e.kind == "scheme" else e.reason) from None
+        if where.database:
+            raise invalid(f"it names database {where.database!r}, but capture reads every database's binlog",
+                          "; drop the path and choose tables with the changefeed's [filter] rules")  # fmt: skip
+        params = tuple(parse_qsl(where.query, keep_blank_values=True))
         for i, (key, value) in enumerate(params):
             if key not in UPSTREAM_PARAMS:
-                raise invalid(f"unknown parameter {key!r}", f"use one of: {', '.join(sorted(UPSTREAM_PARAMS))}")
+                raise invalid(f"unknown parameter {key!r}", f"; use one of: {', '.join(sorted(UPSTREAM_PARAMS))}")
             if not value:
-                raise invalid(f"parameter {key!r} has no value", "give the PEM file's path")
+                raise invalid(f"parameter {key!r} has no value", "; give the PEM file's path")
             if any(k == key for k, _ in params[:i]):
-                raise invalid(f"parameter {key!r} is given twice", "give it once")
+                raise invalid(f"parameter {key!r} is given twice", "; give it once")
         given = dict(params)
-        if (given.get("ssl-cert") or given.get("ssl-key")) and not given.get("ssl-ca"):
-            raise invalid("ssl-cert and ssl-key need ssl-ca", "add ssl-ca, the CA that verifies the server")
-        if bad := _tls_file_problem(given):
-            raise invalid(f"{bad[0]}: {bad[1]}", "give a readable PEM file (on every Spark worker too)")
-        return cls._of(parts, port, params)
+        if bad := tls_problem(given):
+            key, reason = bad
+            if not key:
+                raise invalid(reason, "")
+            raise invalid(f"{key} {mask_value(key, given[key])!r}: {reason}",
+                          "; give a readable PEM file (on every Spark worker too)")  # fmt: skip
+        return cls.at(where, params)
 
     @classmethod
-    def _of(cls, parts: SplitResult, port: int | None, params: tuple[tuple[str, str], ...]) -> MysqlTarget:
-        return cls(
-            host=parts.hostname or "",
-            port=port or 3306,
-            user=unquote(parts.username) if parts.username else "root",
-            password=unquote(parts.password) if parts.password else "",
-            database=unquote(parts.path.lstrip("/")),
-            params=params,
-            tls=parts.scheme.lower().endswith("+ssl"),
-        )
+    def at(cls, where: Authority, params: tuple[tuple[str, str], ...]) -> MysqlTarget:
+        """The server a parsed URI names, with the parameters its caller keeps."""
+        return cls(host=where.host, port=where.port, user=where.user, password=where.password,
+                   database=where.database, params=params, tls=where.tls)  # fmt: skip
 
     @property
     def bulk_load(self) -> bool:
@@ -270,17 +264,6 @@ class MysqlTarget:
                 code="CDC:ErrMySQLInvalidConfig",
             )
         return conn
-
-
-def _tls_file_problem(given: dict[str, str]) -> tuple[str, str] | None:
-    """The ``ssl-ca``/``ssl-cert``/``ssl-key`` setting (with its value, masked as a secret's) whose file a TLS client
-    cannot load, and why; None when all given load (``sparkcdc.tls_files``)."""
-    try:
-        check_tls_files(*(given.get(f"ssl-{k}", "") for k in ("ca", "cert", "key")))
-    except TlsFileError as e:
-        key = f"ssl-{e.which}"
-        return f"{key} {mask_value(key, given[key])!r}", e.reason
-    return None
 
 
 _OFFSET = re.compile(r"([+-])(\d{1,2}):(\d{2})")

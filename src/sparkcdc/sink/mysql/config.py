@@ -12,15 +12,14 @@ import logging
 from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any, Final
-from urllib.parse import unquote, urlsplit
 
 from sparkcdc.changefeed import sink_keys
 from sparkcdc.changefeed.consistent import ConsistentConfig
 from sparkcdc.errors import ConfigError, SparkcdcError
 from sparkcdc.masking import mask_uri
 from sparkcdc.mysql.target import MysqlTarget, session_time_zone, time_zone_problem
+from sparkcdc.mysql.uri import TLS_PARAMS, UriProblem, split_uri, tls_problem
 from sparkcdc.sink_options import INT32, Setting, Sources, as_bool, as_duration_ns, as_int, as_str, table
-from sparkcdc.tls_files import TlsFileError, check_tls_files
 from sparkcdc.uri_query import parse_query
 
 log = logging.getLogger(__name__)
@@ -43,10 +42,6 @@ _COUNTS: Final = {
 }
 _DEFAULT_TIMEOUT_NS: Final = 2 * 60 * 10**9
 _TXN_MODES: Final = ("optimistic", "pessimistic")
-_EARLY_END: Final = (
-    "sink uri invalid: cannot read its host and port; check the port, and percent-encode any '/', '?' "
-    "or '#' in the user name or password (%2F, %3F, %23): mysql://user:pass@host:port/"
-)
 
 
 @dataclass(frozen=True, repr=False)
@@ -81,34 +76,17 @@ class MysqlSinkConfig:
         """Raises ConfigError (one line, the password masked)."""
         doc = toml or {}
         try:
-            parts = urlsplit(uri.strip())
-        except ValueError as e:
-            raise ConfigError(f"sink uri invalid '{mask_uri(uri)}': {e}", code=ERR) from None
-        # An unencoded '/', '?' or '#' in the password ends the authority early: urllib reads the rest of the password
-        # as host, port, path or query, where mask_uri cannot find it. Name the problem without showing the URI.
-        early_end = "@" not in parts.netloc and "@" in f"{parts.path}?{parts.query}#{parts.fragment}"
-        try:
-            port = parts.port
-        except ValueError as e:
-            if early_end:
-                raise ConfigError(_EARLY_END, code=ERR) from None
-            raise ConfigError(f"sink uri invalid '{mask_uri(uri)}': {e}", code=ERR) from None
-        if early_end and "@" in parts.path + parts.fragment + parts.query.partition("=")[0]:
-            raise ConfigError(_EARLY_END, code=ERR)
-        scheme = parts.scheme.lower()
-        if scheme not in SCHEMES:
-            raise ConfigError(f"can't create MySQL sink with unsupported scheme: {scheme}", code=ERR)
-        if not parts.hostname:
-            raise ConfigError(f"sink uri invalid '{mask_uri(uri)}': no host; use mysql://user:pass@host:port/",
-                              code=ERR)  # fmt: skip
-        params = dict(parse_query(parts.query, uri, ERR))
+            where = split_uri(uri, SCHEMES)
+        except UriProblem as e:
+            raise ConfigError(_uri_problem(uri, e), code=ERR) from None
+        params = dict(parse_query(where.query, uri, ERR))
         for key in params:
             if key not in URI_PARAMS:
                 raise ConfigError(f"unknown MySQL sink URI parameter {key!r}; allowed: {', '.join(sorted(URI_PARAMS))}",
                                   code=ERR)  # fmt: skip
         sink = table(doc, "sink", "the changefeed config", sink_keys.SINK_KEYS)
         src = Sources(params, {SINK: sink, MYSQL: table(sink, "mysql-config", SINK, MYSQL_CONFIG_KEYS)})
-        v: dict[str, Any] = {"scheme": scheme}
+        v: dict[str, Any] = {"scheme": where.scheme}
         for key, (default, upper, lower) in _COUNTS.items():
             v[key.replace("-", "_")] = _count(_pick(src, key), default, upper, lower)
         v["workers"] = v.pop("worker_count")
@@ -129,14 +107,12 @@ class MysqlSinkConfig:
         for key in ("read-timeout", "write-timeout", "timeout"):
             field = "dial_timeout_ns" if key == "timeout" else key.replace("-", "_") + "_ns"
             v[field] = as_duration_ns(_pick(src, key), _DEFAULT_TIMEOUT_NS, ERR)
-        ssl = {k: as_str(_pick(src, k), "", ERR) for k in ("ssl-ca", "ssl-cert", "ssl-key")}
-        if (ssl["ssl-cert"] or ssl["ssl-key"]) and not ssl["ssl-ca"]:
-            raise ConfigError("ssl-cert and ssl-key need ssl-ca (the CA that verifies the server); add ssl-ca",
-                              code=ERR)  # fmt: skip
-        try:  # TiCDC loads them here too (ToTLSConfig): a bad file is refused at create, not when a task connects
-            check_tls_files(ssl["ssl-ca"], ssl["ssl-cert"], ssl["ssl-key"])
-        except TlsFileError as e:
-            raise _pick(src, f"ssl-{e.which}").fail(e.reason, ERR) from None  # type: ignore[union-attr]
+        ssl = {k: as_str(_pick(src, k), "", ERR) for k in TLS_PARAMS}
+        if bad := tls_problem(ssl):  # TiCDC loads them here too (ToTLSConfig): refused at create, not at connect
+            key, reason = bad
+            if not key:
+                raise ConfigError(reason, code=ERR)
+            raise _pick(src, key).fail(reason, ERR)  # type: ignore[union-attr]
         _replica(doc, v)
         target_params = [("connect-timeout", str(max(1, v["dial_timeout_ns"] // 10**9)))]
         target_params += [(k, path) for k, path in ssl.items() if path]
@@ -144,14 +120,8 @@ class MysqlSinkConfig:
             target_params.append(("time-zone", v["time_zone"]))
         if not as_bool(src.pick("bulk-load"), True, ERR):  # ours, URI only: MysqlTarget.bulk_load
             target_params.append(("bulk-load", "false"))
-        target = MysqlTarget(
-            host=parts.hostname,
-            port=port or (4000 if scheme.startswith("tidb") else 3306),
-            user=unquote(parts.username) if parts.username else "root",
-            password=unquote(parts.password) if parts.password else "",
-            params=tuple(target_params),
-            tls=scheme.endswith("+ssl"),
-        )
+        # TiCDC's MySQL sink reads no database from the path: the changefeed's tables name theirs
+        target = MysqlTarget.at(replace(where, database=""), tuple(target_params))
         return cls(target=target, **v)
 
     # -- what the pipeline needs ------------------------------------------------------------------------
@@ -206,6 +176,16 @@ def _check_time_zone(conn: Any, config: MysqlSinkConfig) -> None:
         raise ConfigError(f"invalid time-zone {config.time_zone!r} in {config.time_zone_from}: the downstream refuses "
                           f"it ({reason}); use an offset such as +08:00, or load the downstream's time zone tables "
                           "(mariadb-tzinfo-to-sql)", code=ERR) from None
+
+
+def _uri_problem(uri: str, problem: UriProblem) -> str:
+    """TiCDC's words for a sink URI naming no server; the URI is not shown when urllib misread its password."""
+    if problem.kind == "scheme":
+        return f"can't create MySQL sink with unsupported scheme: {problem.reason}"
+    if problem.kind == "unencoded":
+        return f"sink uri invalid: {problem.reason}: mysql://user:pass@host:port/"
+    fix = "; use mysql://user:pass@host:port/" if problem.kind == "host" else ""
+    return f"sink uri invalid '{mask_uri(uri)}': {problem.reason}{fix}"
 
 
 def _pick(src: Sources, key: str) -> Setting | None:

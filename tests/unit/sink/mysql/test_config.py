@@ -35,7 +35,7 @@ def tls_files_unchecked(monkeypatch: pytest.MonkeyPatch) -> list[tuple[str, str,
     """For the tests of how the settings merge: their TLS paths name no real files, so the loading of the files
     (``tls_files``, tested with real ones in ``test_tls_files``) is recorded instead of done."""
     seen: list[tuple[str, str, str]] = []
-    monkeypatch.setattr("sparkcdc.sink.mysql.config.check_tls_files", lambda *files: seen.append(files))
+    monkeypatch.setattr("sparkcdc.mysql.uri.check_tls_files", lambda *files: seen.append(files))
     return seen
 
 
