@@ -43,7 +43,6 @@ from sparkcdc.changefeed.info import (
 from sparkcdc.changefeed.runner import ChangefeedRunner
 from sparkcdc.changefeed.snapshot import SnapshotProgress
 from sparkcdc.errors import ConfigError, SparkcdcError
-from sparkcdc.filter import is_system_schema
 from sparkcdc.masking import mask_uri, unmask_config
 from sparkcdc.model.table import TableInfo
 from sparkcdc.redo import meta as redo_meta
@@ -339,18 +338,17 @@ class ChangefeedManager:
             return new, status
 
     def _verify_filters(self, config: ReplicaConfig, ts: int) -> None:
-        """The expression filters against the columns of the tables the changefeed replicates at ``ts`` (TiCDC
-        verifies them at create and update against its schema snapshot). Raises ConfigError."""
+        """The expression filters against the columns of the tables the changefeed replicates at ``ts``
+        (``ReplicaConfig.replicated``, the rule the rows follow: a table without a key is not checked unless
+        force-replicate), as TiCDC verifies them at create and update against its schema snapshot. Raises
+        ConfigError."""
         event_filter = config.event_filter()
         if not any(r.expressions() for r in event_filter.rules):
             return
         tables = self.runner.upstream_tables(ts)
         if tables is None:
             return  # no schema here (noop runner): the changefeed fails on the first row instead
-        wanted = config.table_filter()
-        event_filter.verify(
-            t for t in tables if not is_system_schema(t.schema) and wanted.match_table(t.schema, t.table)
-        )
+        event_filter.verify(config.replicated(tables))
 
     def _replicated(self, config: ReplicaConfig, ts: int) -> Callable[[], Sequence[TableInfo]]:
         """The tables ``config`` replicates at ``ts``, read when the sink's check asks (none when the runner holds no

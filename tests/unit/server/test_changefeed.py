@@ -340,9 +340,11 @@ def test_expression_filter_checked_against_the_upstream_tables(mgr: ChangefeedMa
     changefeed does not replicate, or the rule does not match, are not checked."""
     from sparkcdc.model.table import ColumnInfo, TableInfo
 
+    key = ColumnInfo("id", "int", primary_key=True, handle_key=True, nullable=False)
     runner.tables = [
-        TableInfo("shop", "orders", 1, (ColumnInfo("id", "int"), ColumnInfo("amount", "decimal"))),
-        TableInfo("crm", "people", 2, (ColumnInfo("id", "int"),)),  # not replicated: shop.* only
+        TableInfo("shop", "orders", 1, (key, ColumnInfo("amount", "decimal"))),
+        TableInfo("crm", "people", 2, (key,)),  # not replicated: shop.* only
+        TableInfo("shop", "audit", 3, (ColumnInfo("amount", "decimal"),)),  # not replicated: no key
     ]
     with pytest.raises(ConfigError) as e:
         create(mgr, "bad", config=_expr_config("region = 'eu'"))
@@ -359,5 +361,11 @@ def test_expression_filter_checked_against_the_upstream_tables(mgr: ChangefeedMa
         mgr.update("default", "ok", config=_expr_config("amount > 100 or missing = 1"))
     assert e.value.code == "CDC:ErrExpressionColumnNotFound" and "'missing'" in e.value.message
     assert mgr.get("default", "ok") == before
+    # the key-less table is checked once force-replicate replicates it, as the rows then reach the filter
+    forced = ReplicaConfig.from_toml({**_expr_config("amount > 100 or id > 1").to_toml(), "force-replicate": True})
+    with pytest.raises(ConfigError, match=r"Cannot find column 'id' from table 'shop\.audit'") as e:
+        mgr.update("default", "ok", config=forced)
+    assert e.value.code == "CDC:ErrExpressionColumnNotFound"
+    mgr.update("default", "ok", config=_expr_config("amount > 100 or id > 1"))
     runner.tables = None  # a runner that cannot tell (noop) accepts: the changefeed would fail on the row
     mgr.update("default", "ok", config=_expr_config("missing = 1"))
