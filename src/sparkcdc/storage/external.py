@@ -171,10 +171,26 @@ class ExternalStorage:
         is running."""
         if not self.is_local:
             return 0
-        leftover = [p for p in self.list() if _OUR_TEMPORARY.search(p)]
+        leftover = self._retry("list", "", self._local_temporaries)
         for path in leftover:
             self.delete(path)
         return len(leftover)
+
+    def _local_temporaries(self) -> list[str]:
+        """Our temporary files under a local root, relative to it. Reads directory entries only (``os.walk``): the
+        writers make them beside any file of the tree, and ``list`` (fsspec) stats every file: 7.5 s against 0.54 s
+        for a 100k-file tree on a loaded 2-core machine. Raises OSError (a directory that cannot be read)."""
+        root = self.full_path("")
+
+        def unreadable(e: OSError) -> None:
+            if not isinstance(e, FileNotFoundError):  # no root yet, or a directory deleted meanwhile: nothing there
+                raise e
+
+        found = []
+        for directory, _dirs, files in os.walk(root, onerror=unreadable):
+            rel = os.path.relpath(directory, root)
+            found += [name if rel == "." else f"{rel}/{name}" for name in files if _OUR_TEMPORARY.search(name)]
+        return found
 
     def read(self, path: str) -> bytes | None:
         """The file's bytes, or None when it does not exist."""

@@ -128,3 +128,19 @@ def test_a_killed_writers_temporary_file_is_removed_when_the_sink_recovers(tmp_p
     StorageCommitter(_config(tmp_path)).recover()
     assert _files(tmp_path) == kept
     assert (tmp_path / done[0].path).exists()
+
+
+def test_recovery_finds_the_temporaries_of_every_local_write_anywhere_in_the_tree(tmp_path: Path) -> None:
+    """A whole-file write's temporary (``<name>.tmp.<uuid hex>``) may be left beside any file, the root's
+    ``metadata`` included; only those names go, and a root not made yet has none."""
+    from sparkcdc.storage.external import ExternalStorage
+
+    assert ExternalStorage.from_config(_config(tmp_path / "not-yet")).remove_temporary() == 0
+    ours = ["metadata.tmp." + "a" * 32, "db/t/meta/schema_1_0.json.tmp." + "b" * 32,
+            "db/t/1/2026-11-27/CDC.tmp." + "c" * 32]  # fmt: skip
+    theirs = ["db/t/1/CDC.tmp.0f8fad5b-d9cb-469f-a165-70867728950e", "db/t/1/CDC000001.csv", "metadata"]
+    for name in ours + theirs:
+        (tmp_path / name).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / name).write_bytes(b"x")
+    assert ExternalStorage.from_config(_config(tmp_path)).remove_temporary() == len(ours)
+    assert sorted(_files(tmp_path)) == sorted(theirs)
