@@ -11,6 +11,7 @@ sparkcdc.pipeline.class_archive`` makes one (``scripts/setup.sh`` runs it) in ``
 The JVM writes the archive when it exits; a JVM given a truncated archive dies at start with SIGBUS (seen with
 and without ``-XX:+VerifySharedSpaces``). So the archive is written under a temporary name and renamed only once
 the dumping JVM exited, a sidecar records its size and mtime, and a session uses it only while both still match.
+Making one deletes the archives of other pyspark versions or ``java``s in the cache, which nothing uses again.
 """
 
 from __future__ import annotations
@@ -23,11 +24,13 @@ import shutil
 import subprocess
 import sys
 import tempfile
+import time
 from pathlib import Path
 
 log = logging.getLogger(__name__)
 
 DUMP_TIMEOUT_S = 900.0
+_MAKE_TIMEOUT_S = DUMP_TIMEOUT_S + 300
 
 
 def cache_dir() -> Path:
@@ -81,13 +84,31 @@ def make(path: Path) -> None:
     tmp.unlink(missing_ok=True)
     _sidecar(path).unlink(missing_ok=True)
     done = subprocess.run([sys.executable, "-m", "sparkcdc.pipeline.class_archive", "--dump", str(tmp)],
-                          capture_output=True, text=True, timeout=DUMP_TIMEOUT_S + 300)  # fmt: skip
+                          capture_output=True, text=True, timeout=_MAKE_TIMEOUT_S)  # fmt: skip
     if done.returncode != 0 or not tmp.exists() or tmp.stat().st_size == 0:
         tmp.unlink(missing_ok=True)
         raise RuntimeError(f"the JVM wrote no class archive (exit {done.returncode}): {done.stderr[-2000:]}")
     tmp.replace(path)
     st = path.stat()
     _sidecar(path).write_text(json.dumps({"size": st.st_size, "mtime_ns": st.st_mtime_ns}))
+    _remove_stale(path)
+
+
+def _remove_stale(keep: Path) -> None:
+    """Delete every other archive in ``keep``'s directory (another pyspark or ``java``'s, ~150 MB each), its sidecar,
+    and a temporary one older than a dump may take (a killed dump's). A JVM running from a deleted archive keeps its
+    mapping; a dump another process is still making is younger and stays."""
+    now = time.time()
+    for old in keep.parent.glob("spark-*-java-*.jsa*"):
+        if old.name in (keep.name, _sidecar(keep).name):
+            continue
+        try:
+            if old.name.endswith(".tmp") and now - old.stat().st_mtime < _MAKE_TIMEOUT_S:
+                continue
+            old.unlink()
+        except FileNotFoundError:  # another process's make deleted or renamed it meanwhile
+            continue
+        log.info("deleted the class archive file %s: it is for another pyspark or java", old)
 
 
 def _dump(tmp: Path) -> None:

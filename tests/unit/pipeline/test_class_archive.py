@@ -65,3 +65,36 @@ def test_without_java_there_is_none(cache: Path, tmp_path: Path, monkeypatch: py
     monkeypatch.setenv("JAVA_HOME", str(tmp_path / "nowhere"))
     assert class_archive.archive_path() is None
     assert class_archive.java_options() == ""
+
+
+def test_making_an_archive_deletes_those_of_other_versions(cache: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Another pyspark's or java's archive and sidecar, and a killed dump's temporary file, go once a new archive
+    is made; a dump another process is still making, and the cache's other contents, stay."""
+    import os
+    import subprocess
+    import time
+
+    stale = [cache / "spark-4.2.0-java-0123456789ab.jsa", cache / "spark-4.2.0-java-0123456789ab.jsa.json",
+             cache / "spark-4.3.0-java-ba9876543210.jsa", cache / "spark-4.3.0-java-ba9876543210.jsa.json",
+             cache / "spark-4.1.0-java-0123456789ab.jsa.tmp"]  # fmt: skip
+    running = cache / "spark-4.4.0-java-0123456789ab.jsa.tmp"
+    other = cache / "kafka-4.4.0" / "libs" / "kafka.jar"
+    for path in [*stale, running, other]:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_bytes(b"\0")
+    hours_ago = time.time() - 3 * 3600
+    os.utime(stale[-1], (hours_ago, hours_ago))
+
+    def dump(cmd: list[str], **_: object) -> subprocess.CompletedProcess[str]:
+        Path(cmd[-1]).write_bytes(b"\0" * 4096)  # the child JVM's archive, at its temporary name
+        return subprocess.CompletedProcess(cmd, 0, "", "")
+
+    monkeypatch.setattr(class_archive.subprocess, "run", dump)
+    path = class_archive.archive_path()
+    assert path is not None
+    class_archive.make(path)
+    assert class_archive.java_options() == f"-XX:SharedArchiveFile={path}"
+    assert not any(p.exists() for p in stale)
+    assert running.exists() and other.exists()
+    assert sorted(p.name for p in cache.iterdir()) == sorted([path.name, path.name + ".json", running.name,
+                                                              "kafka-4.4.0"])  # fmt: skip
