@@ -10,7 +10,7 @@ names it does not know arrive as ``Anonymous`` and are looked up in ``ANONYMOUS`
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from sqlglot import exp
@@ -49,9 +49,14 @@ def _args(e: exp.Expression, *keys: str) -> list[exp.Expression]:
 def apply(kind: str, fn: Callable[..., Any], *args: Node, target: str | None = None) -> Node:
     """A node applying ``fn`` to the arguments' values converted to ``target`` (their own kinds when None);
     NULL when any is NULL."""
+    return _strict(kind, fn, args, [target] * len(args))
+
+
+def _strict(kind: str, fn: Callable[..., Any], args: Sequence[Node], targets: Sequence[str | None]) -> Node:
+    """``fn`` of the arguments' values, each converted to its target kind (its own when None); NULL when any is."""
     if any(a.kind == NULL for a in args):
         return constant(None, kind)
-    getters = [coerced(a, target) if target else a.fn for a in args]
+    getters = [coerced(a, t) if t else a.fn for a, t in zip(args, targets, strict=True)]
     if len(getters) == 1:
         (g,) = getters
 
@@ -138,21 +143,8 @@ def _substring_of(args: list[Node]) -> Node:
 
 
 def apply_typed(kind: str, fn: Callable[..., Any], args: list[tuple[Node, str]]) -> Node:
-    """Like ``_map`` with a target kind per argument."""
-    if any(a.kind == NULL for a, _ in args):
-        return constant(None, kind)
-    getters = [coerced(a, t) for a, t in args]
-
-    def run(row: Row) -> Any:
-        vals = []
-        for g in getters:
-            v = g(row)
-            if v is None:
-                return None
-            vals.append(v)
-        return fn(*vals)
-
-    return make_node(run, kind, *(a for a, _ in args))
+    """Like ``apply`` with a target kind per argument."""
+    return _strict(kind, fn, [a for a, _ in args], [t for _, t in args])
 
 
 def _left_right(left: bool) -> Handler:
