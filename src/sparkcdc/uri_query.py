@@ -30,6 +30,11 @@ def parse_query(query: str, uri: str, code: str) -> tuple[tuple[str, str], ...]:
     return tuple(pairs)
 
 
+def query_param(params: Iterable[tuple[str, str]], key: str) -> str | None:
+    """The value of ``key`` among a URI's parameters (the first, where a parser let it repeat), or None."""
+    return next((v for k, v in params if k == key), None)
+
+
 def masked_query(params: Iterable[tuple[str, str]], safe: str = "-_./:") -> str:
     """``?k=v&...`` with every secret value replaced by ``xxxxx`` (``""`` without parameters)."""
     query = "&".join(f"{quote(k, safe='-_.')}={quote(mask_value(k, v), safe=safe)}" for k, v in params)

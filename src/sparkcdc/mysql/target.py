@@ -24,6 +24,7 @@ from urllib.parse import parse_qsl
 from sparkcdc.errors import ConfigError, SparkcdcError
 from sparkcdc.masking import mask_uri, mask_value
 from sparkcdc.mysql.uri import Authority, UriProblem, split_uri, tls_problem
+from sparkcdc.uri_query import query_param
 
 log = logging.getLogger(__name__)
 
@@ -174,10 +175,8 @@ class MysqlTarget:
         return self.param("bulk-load", "true") != "false"
 
     def param(self, key: str, default: str = "") -> str:
-        for k, v in self.params:
-            if k == key:
-                return v
-        return default
+        value = query_param(self.params, key)
+        return default if value is None else value
 
     def _ssl(self) -> dict[str, Any] | None:
         """pymysql's ``ssl`` argument: the ``ssl-ca``/``ssl-cert``/``ssl-key`` files (the CA verifies the server),

@@ -13,7 +13,7 @@ from urllib.parse import urlsplit
 
 from sparkcdc.errors import ConfigError
 from sparkcdc.masking import mask_uri
-from sparkcdc.uri_query import masked_query, parse_query
+from sparkcdc.uri_query import masked_query, parse_query, query_param
 
 # scheme as written -> canonical backend
 SCHEMES: dict[str, str] = {
@@ -111,10 +111,7 @@ class SinkURI:
         return cls(scheme, raw_scheme, host, prefix, params)
 
     def param(self, key: str) -> str | None:
-        for k, v in self.params:
-            if k == key:
-                return v
-        return None
+        return query_param(self.params, key)
 
     @property
     def root(self) -> str:

@@ -15,7 +15,7 @@ from urllib.parse import urlsplit
 from sparkcdc.errors import ConfigError
 from sparkcdc.masking import mask_uri
 from sparkcdc.sink.kafka.topic import check_topic_name
-from sparkcdc.uri_query import masked_query, parse_query
+from sparkcdc.uri_query import masked_query, parse_query, query_param
 
 SCHEMES = ("kafka", "kafka+ssl")
 ERR_URI = "CDC:ErrSinkURIInvalid"
@@ -86,10 +86,7 @@ class KafkaURI:
         return cls(scheme, brokers, topic, parse_query(parts.query, uri, ERR_URI))
 
     def param(self, key: str) -> str | None:
-        for k, v in self.params:
-            if k == key:
-                return v
-        return None
+        return query_param(self.params, key)
 
     @property
     def bootstrap_servers(self) -> str:
