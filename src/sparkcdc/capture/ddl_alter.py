@@ -133,31 +133,21 @@ def _alter_spec(c: Cursor, columns: list[ColumnInfo], indexes: list[IndexInfo],
         indexes[:] = _drop_col_from_indexes(indexes, nm)
         c.accept("RESTRICT") or c.accept("CASCADE")
         return DDLAction.DROP_COLUMN
-    if c.accept("MODIFY"):
-        c.accept("COLUMN")
-        c.accept("IF", "EXISTS")
-        nm = c.ident()
-        pos = _find(columns, nm)
-        if pos < 0:
-            raise UnsupportedDDL(f"MODIFY of unknown column {nm}")
-        cd = parse_column_def_with_pos(c, nm)
-        del columns[pos]
-        _insert_col(columns, cd[0], cd[1], pos)
-        return DDLAction.MODIFY_COLUMN
-    if c.accept("CHANGE"):
-        c.accept("COLUMN")
-        c.accept("IF", "EXISTS")
-        old = c.ident()
-        new = c.ident()
-        pos = _find(columns, old)
-        if pos < 0:
-            raise UnsupportedDDL(f"CHANGE of unknown column {old}")
-        cd = parse_column_def_with_pos(c, new)
-        del columns[pos]
-        _insert_col(columns, cd[0], cd[1], pos)
-        if old.lower() != new.lower():
-            indexes[:] = _rename_in_indexes(indexes, old, new)
-        return DDLAction.MODIFY_COLUMN
+    for verb in ("MODIFY", "CHANGE"):
+        if c.accept(verb):
+            c.accept("COLUMN")
+            c.accept("IF", "EXISTS")
+            old = c.ident()
+            new = c.ident() if verb == "CHANGE" else old
+            pos = _find(columns, old)
+            if pos < 0:
+                raise UnsupportedDDL(f"{verb} of unknown column {old}")
+            cd = parse_column_def_with_pos(c, new)
+            del columns[pos]
+            _insert_col(columns, cd[0], cd[1], pos)
+            if old.lower() != new.lower():
+                indexes[:] = _rename_in_indexes(indexes, old, new)
+            return DDLAction.MODIFY_COLUMN
     if c.accept("RENAME"):
         if c.accept("COLUMN"):
             old = c.ident()

@@ -122,6 +122,8 @@ def test_create_table_parse_and_keys() -> None:
         ("ALTER TABLE t ADD c INT FIRST", DDLAction.ADD_COLUMN, ["c", "id", "v"]),
         ("ALTER TABLE t DROP COLUMN v", DDLAction.DROP_COLUMN, ["id"]),
         ("ALTER TABLE t CHANGE v w TEXT", DDLAction.MODIFY_COLUMN, ["id", "w"]),
+        ("ALTER TABLE t MODIFY COLUMN IF EXISTS v TEXT FIRST", DDLAction.MODIFY_COLUMN, ["v", "id"]),
+        ("ALTER TABLE t CHANGE COLUMN id k BIGINT AFTER v", DDLAction.MODIFY_COLUMN, ["v", "k"]),
         ("ALTER TABLE t RENAME COLUMN v TO z", DDLAction.MODIFY_COLUMN, ["id", "z"]),
         ("ALTER TABLE t ADD INDEX iv (v)", DDLAction.ADD_INDEX, ["id", "v"]),
         ("ALTER TABLE t ADD c INT, ADD d INT", DDLAction.MULTI_SCHEMA_CHANGE, ["id", "v", "c", "d"]),
@@ -145,6 +147,23 @@ def test_alter_table_actions(sql: str, action: DDLAction, columns: list[str]) ->
     assert [c.action for c in changes] == [action]
     post = changes[0].post
     assert post is not None and [c.name for c in post.columns] == columns and post.version == 2
+
+
+@pytest.mark.parametrize("sql", ["ALTER TABLE t MODIFY w INT", "ALTER TABLE t CHANGE w x INT"])
+def test_changing_an_unknown_column_is_unsupported(sql: str) -> None:
+    applier = DDLApplier(SchemaState(databases={"db": "utf8mb4"}))
+    applier.apply("CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(10))", "db", 1)
+    with pytest.raises(CorruptDataError, match=f"{sql.split()[3]} of unknown column w"):
+        applier.apply(sql, "db", 2)
+
+
+def test_a_changed_key_column_keeps_its_key_under_the_new_name() -> None:
+    applier = DDLApplier(SchemaState(databases={"db": "utf8mb4"}))
+    applier.apply("CREATE TABLE t (id INT PRIMARY KEY, v VARCHAR(10))", "db", 1)
+    [change] = applier.apply("ALTER TABLE t CHANGE id k BIGINT NOT NULL", "db", 2)
+    assert change.post is not None and change.post.column("k").handle_key
+    [change] = applier.apply("ALTER TABLE t MODIFY k INT NOT NULL", "db", 3)
+    assert change.post is not None and change.post.column("k").handle_key and change.post.column("k").type == "int"
 
 
 def test_statements_that_are_not_schema_changes() -> None:
