@@ -24,7 +24,7 @@ from urllib.parse import parse_qsl
 from sparkcdc.errors import ConfigError, SparkcdcError
 from sparkcdc.masking import mask_uri, mask_value
 from sparkcdc.mysql.uri import Authority, UriProblem, split_uri, tls_problem
-from sparkcdc.uri_query import query_param
+from sparkcdc.uri_query import parse_query, query_param
 
 log = logging.getLogger(__name__)
 
@@ -109,7 +109,7 @@ class MysqlTarget:
                 raise ConfigError(f"unsupported downstream scheme {e.reason!r} in {mask_uri(uri)!r}; use mysql:// or "
                                   "tidb://", code="CDC:ErrMySQLInvalidConfig") from None  # fmt: skip
             raise invalid(e.reason) from None
-        params = tuple(parse_qsl(where.query, keep_blank_values=True))
+        params = parse_query(where.query, uri, "CDC:ErrMySQLInvalidConfig")  # a key given twice: refused, as the sink's
         for key, _ in params:
             if key not in _KNOWN_PARAMS:
                 raise ConfigError(

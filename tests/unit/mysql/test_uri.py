@@ -74,3 +74,12 @@ def test_problems_are_told_apart_for_each_callers_words(uri: str, kind: str) -> 
     with pytest.raises(UriProblem) as e:
         split_uri(uri)
     assert e.value.kind == kind
+
+
+@pytest.mark.parametrize("query", ["time-zone=Mars/Base&time-zone=UTC", "bulk-load=maybe&bulk-load=true"])
+def test_a_downstream_parameter_given_twice_is_refused(query: str) -> None:
+    """The consumers' URI checked the last value and connected with the first; now it is refused, as the sink's."""
+    for parser in ("downstream", "sink"):
+        with pytest.raises(ConfigError, match="is given more than once; keep one") as e:
+            PARSERS[parser](f"mysql://u:hunter2@h/?{query}")
+        assert e.value.code == "CDC:ErrMySQLInvalidConfig" and "hunter2" not in e.value.message
