@@ -28,8 +28,6 @@ Public API (stable; the Spark source builds on it):
   -> Iterator[RowChange | DDLEvent]`` (``schema_source``: a ``SchemaHistory`` or the data dir path).
 - ``SchemaHistory.load(data_dir)``: picklable; ``.table_info_at(schema, table, ts) -> TableInfo | None``,
   ``.ddl_events_at(commit_ts) -> list[DDLEvent]``, ``.tables_at(ts) -> list[TableInfo]``.
-
-``python -m sparkcdc.capture --data-dir D --host H --port P --user U`` runs a puller until SIGINT/SIGTERM.
 """
 
 from sparkcdc.capture.decode import decode_chunk
