@@ -18,6 +18,7 @@ statements, and the connection keeps to statements from then on.
 from __future__ import annotations
 
 import logging
+import select
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, replace
@@ -114,6 +115,10 @@ class MysqlApplier:
 
     # -- connection ---------------------------------------------------------------------------------
     def _connection(self) -> Any:
+        if self._conn is not None and not still_open(self._conn):
+            log.info("downstream %s closed an idle connection (restarted, or its wait_timeout); connecting again",
+                     self.target)  # fmt: skip
+            self.close()
         if self._conn is None:
             # strict: no silent '?' or cut
             conn = self.target.connect_for_writes(time_zone=self.time_zone, local_infile=self.target.bulk_load)
@@ -390,6 +395,26 @@ class MysqlApplier:
         except Exception as e:
             self._rollback()
             raise self._error(f"executing {sql[:200]!r}", e) from None
+
+
+def still_open(conn: Any) -> bool:
+    """Whether an idle connection can take a statement: the server has not closed it. A restarted downstream (or
+    its ``wait_timeout``) closes every connection a writer keeps between batches, and the first statement on one
+    fails with 2013 "Lost connection"; the pooled connections of a worker that sat idle through a restart then cost
+    a failed attempt each, and a batch's retry time with them. An idle connection has nothing to read, so a readable
+    socket is the server's end of it (EOF, or the error it sent before closing): as go-sql-driver's liveness check
+    before it reuses a pooled connection (TiCDC's MySQL sink), one poll, no round trip."""
+    sock = getattr(conn, "_sock", None)  # pymysql keeps no public handle on it; None once it knows it is closed
+    if sock is None:
+        return False
+    try:
+        poller = select.poll()
+        poller.register(sock, select.POLLIN)
+        readable = bool(poller.poll(0))
+    except (OSError, ValueError):  # closed underneath
+        return False
+    pending = getattr(sock, "pending", None)  # TLS: bytes already decrypted into the SSL object
+    return not readable and not (pending is not None and pending())
 
 
 def _errno(e: BaseException) -> int:

@@ -13,6 +13,7 @@ from sparkcdc.model.table import with_handle_keys
 from sparkcdc.mysql.engine import ApplyEngine
 from sparkcdc.mysql.target import MysqlTarget
 from tests.integration.consumer.servers import run_sql
+from tests.support import wait_for
 
 pytestmark = pytest.mark.integration
 
@@ -166,3 +167,28 @@ def test_connections_stay_bounded_over_many_parallel_steps(downstream: MysqlTarg
     assert connections() - before <= 1 + 3  # the engine's own and one per worker thread
     engine.close()
     assert connections() <= before
+
+
+def test_connections_the_downstream_closed_while_idle_are_replaced_before_use(downstream: MysqlTarget) -> None:
+    """A downstream restart (or its wait_timeout) closes the engine's idle connections. The next step connects
+    again instead of failing on each of them with 2013 "Lost connection": a Spark worker whose engine sat idle
+    through a downstream restart spent its whole retry time on its stale connections, one failed attempt each, and
+    the changefeed went to warning long after the downstream was back."""
+    marker = int(run_sql(downstream, "SELECT CONNECTION_ID()")[0][0])
+    engine = ApplyEngine(downstream, changefeed="e7", workers=3)
+    a, b = table("a"), table("b")
+    engine.apply(ordered_step([put(a, 10, 1, "x"), put(b, 10, 1, "y")], 10))
+
+    def ours() -> list[int]:
+        found = run_sql(downstream, "SELECT ID FROM information_schema.PROCESSLIST "
+                                    f"WHERE ID > {marker} AND ID <> CONNECTION_ID()")  # fmt: skip
+        return [int(r[0]) for r in found]
+
+    engine_connections = ours()
+    assert len(engine_connections) >= 3  # the engine's own and one per stream
+    run_sql(downstream, *(f"KILL CONNECTION {i}" for i in engine_connections))
+    wait_for(lambda: not set(ours()) & set(engine_connections), 10, "the killed connections to close")
+    engine.reload()
+    engine.apply(ordered_step([put(a, 20, 2, "x"), put(b, 20, 2, "y")], 20))
+    assert rows(downstream, "a") == [(1, "x"), (2, "x")] and rows(downstream, "b") == [(1, "y"), (2, "y")]
+    engine.close()
