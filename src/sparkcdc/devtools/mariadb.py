@@ -27,6 +27,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any
 
+from sparkcdc.devtools.ports import free_port
 from sparkcdc.errors import ConfigError, UpstreamError
 
 log = logging.getLogger(__name__)
@@ -34,13 +35,6 @@ log = logging.getLogger(__name__)
 CDC_USER = "cdc"
 CDC_PASSWORD = "cdcpw"
 _STATE_FILE = "instance.json"
-
-
-def free_port() -> int:
-    """A port that was free a moment ago on 127.0.0.1 (bind port 0)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _binary(*names: str) -> str:
@@ -218,13 +212,15 @@ class MariaDB:
             conn.close()
 
     def _alive_pid(self) -> int | None:
+        """The pid of the mariadbd of this directory, None when none runs. A pid file a killed server left names a
+        pid the kernel may since have given another process (pids wrap at 32768 on these machines): that one is
+        neither adopted nor signalled."""
         try:
             pid = int(self.pid_file.read_text().strip())
+            cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
         except (OSError, ValueError):
             return None
-        try:
-            os.kill(pid, 0)
-        except OSError:
+        if f"--pid-file={self.pid_file}".encode() not in cmdline:
             return None
         return pid
 
