@@ -48,7 +48,8 @@ import httpx
 import pymysql  # type: ignore[import-untyped]
 
 from sparkcdc.devtools.etcd import EtcdServer
-from sparkcdc.devtools.mariadb import CDC_PASSWORD, CDC_USER, MariaDB, free_port
+from sparkcdc.devtools.mariadb import CDC_PASSWORD, CDC_USER, MariaDB
+from sparkcdc.devtools.ports import free_port
 
 CDC = str(Path(sys.executable).parent / "cdc")
 TARGETS = {"create": 3.0, "restart": 15.0, "failover": 15.0}

@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import os
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -26,6 +25,7 @@ import urllib.request
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
+from sparkcdc.devtools.ports import free_port
 from sparkcdc.model import ColumnInfo, RowChange, RowOp, TableInfo
 from sparkcdc.sink.storage.layout_writer import StorageWriter
 from sparkcdc.storage.external import ExternalStorage
@@ -53,15 +53,8 @@ class PassThrough:
         return payload
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port: int = s.getsockname()[1]
-        return port
-
-
 def _start_moto(workdir: Path) -> tuple[subprocess.Popen[bytes], str]:
-    port = _free_port()
+    port = free_port()
     log = (workdir / "moto.log").open("wb")
     exe = Path(sys.executable).parent / "moto_server"
     proc = subprocess.Popen([str(exe), "-H", "127.0.0.1", "-p", str(port)], stdout=log, stderr=subprocess.STDOUT)

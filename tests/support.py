@@ -52,7 +52,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Self, TypeVar
 
-from sparkcdc.devtools.mariadb import free_port
+from sparkcdc.devtools.ports import free_port
 
 __all__ = ["CDC", "ServerOptions", "free_port", "server_env", "wait_for"]
 

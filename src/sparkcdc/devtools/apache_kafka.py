@@ -27,7 +27,7 @@ from pathlib import Path
 from typing import Any, Final
 
 from sparkcdc.devtools.kafka import kafka_ping
-from sparkcdc.devtools.mariadb import free_port
+from sparkcdc.devtools.ports import free_port
 from sparkcdc.devtools.private_server import STATE_FILE, PrivateServer, server_main
 from sparkcdc.errors import ConfigError, SparkcdcError
 

@@ -16,7 +16,7 @@ from typing import Any
 
 import httpx
 
-from sparkcdc.devtools.mariadb import free_port
+from sparkcdc.devtools.ports import free_port
 from sparkcdc.devtools.private_server import PrivateServer, server_main
 from sparkcdc.errors import ConfigError
 

@@ -21,7 +21,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Self
 
-from sparkcdc.devtools.mariadb import free_port
+from sparkcdc.devtools.ports import free_port
 from sparkcdc.errors import ConfigError, SparkcdcError
 
 log = logging.getLogger(__name__)

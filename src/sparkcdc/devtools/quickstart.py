@@ -16,7 +16,6 @@ import json
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -30,6 +29,7 @@ import click
 
 from sparkcdc.changefeed.info import RUNNING
 from sparkcdc.devtools.mariadb import CDC_PASSWORD, CDC_USER, MariaDB
+from sparkcdc.devtools.ports import free_port
 from sparkcdc.errors import ConfigError, SparkcdcError
 from sparkcdc.model import tso
 
@@ -40,12 +40,6 @@ CHANGEFEED = "quickstart"
 
 def say(text: str) -> None:
     click.echo(text)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _env() -> dict[str, str]:
@@ -67,7 +61,7 @@ def _prepare_output(out: Path) -> None:
 
 class _Server:
     def __init__(self, work: Path, port: int, master: str) -> None:
-        self.port = _free_port()
+        self.port = free_port()
         self.url = f"http://127.0.0.1:{self.port}"
         self.log = work / "server.log"
         upstream = f"mysql://{CDC_USER}:{CDC_PASSWORD}@127.0.0.1:{port}"

@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from sparkcdc.devtools.mariadb import free_port
+from sparkcdc.devtools.ports import free_port
 from sparkcdc.devtools.private_server import PrivateServer
 from sparkcdc.errors import SparkcdcError
 

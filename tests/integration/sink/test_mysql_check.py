@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pytest
 
-from sparkcdc.devtools.mariadb import free_port
+from sparkcdc.devtools.ports import free_port
 from sparkcdc.errors import ConfigError
 from sparkcdc.mysql.target import MysqlTarget
 from sparkcdc.sink.base import check_sink
