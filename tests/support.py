@@ -3,7 +3,9 @@
 Servers (pytest fixtures from ``tests/fixtures/``, loaded by ``tests/conftest.py``). Each starts on free ports with a
 private directory, at most once per pytest process, and is stopped by its PID at the end. ``scripts/test.sh`` runs
 pytest-xdist workers: each worker is its own process, so it starts its own copy of every server it uses and no
-test sees another worker's data.
+test sees another worker's data. Nothing a server or a test writes may be shared by path with the other worker
+(a server's temporary files go under its directory: ``MariaDB.tmpdir``), and ports come from ``free_port``, which
+reserves each for the worker (``sparkcdc.devtools.ports``), so a server can be stopped and started on its port again.
 
 ==========================  ========  =================================================================================
 fixture                     scope     what a test gets
