@@ -33,7 +33,8 @@ pytestmark = pytest.mark.integration
 
 NAME = "stage_stream_probe"
 ROWS = 64
-PAUSE_AT = 32  # two Arrow batches of 16 rows produced when the reader pauses
+BATCH_ROWS = 16  # the session's spark.sql.execution.arrow.maxRecordsPerBatch
+PAUSE_AT = 2 * BATCH_ROWS  # two Arrow batches produced when the reader pauses
 ROW_BYTES = 64 << 10  # each batch larger than the Python workers' 64 KiB socket buffers
 PAUSE_SECONDS = 60.0  # the longest the reader waits for its writer
 
@@ -76,12 +77,16 @@ class _Reader(DataSourceStreamReader):
         payload = b"x" * ROW_BYTES
         seen = self.folder / "seen"
         for seq in range(ROWS):
-            if seq == PAUSE_AT:
+            if seq == PAUSE_AT:  # until the writer has a whole Arrow batch: it appends a row at a time
                 deadline = time.monotonic() + PAUSE_SECONDS
-                while time.monotonic() < deadline and not (seen.exists() and seen.stat().st_size):
+                while time.monotonic() < deadline and _size(seen) < BATCH_ROWS:
                     time.sleep(0.02)
-                (self.folder / "paused").write_text(str(seen.stat().st_size if seen.exists() else 0))
+                (self.folder / "paused").write_text(str(_size(seen)))
             yield (seq, payload)
+
+
+def _size(path: Path) -> int:
+    return path.stat().st_size if path.exists() else 0
 
 
 class _Writer(DataSourceStreamWriter):
@@ -120,5 +125,5 @@ def test_a_writer_gets_rows_while_its_reader_in_the_same_task_is_still_reading(
     plan = capsys.readouterr().out
     assert "WriteToDataSourceV2" in plan and "Exchange" not in plan  # reading and writing in one task
     assert (tmp_path / "seen").stat().st_size == ROWS
-    # at least the first Arrow batch (16 rows) reached the writer while the reader had produced only 32 of 64
-    assert int((tmp_path / "paused").read_text()) >= 16
+    # at least the first Arrow batch reached the writer while the reader had produced only two of its four
+    assert int((tmp_path / "paused").read_text()) >= BATCH_ROWS
