@@ -68,7 +68,10 @@ def changefeed_info(
 
 
 def changefeed_common_info(info: ChangefeedInfo, status: ChangefeedStatus) -> dict[str, Any]:
-    """``ChangefeedCommonInfo`` (items of GET /changefeeds)."""
+    """``ChangefeedCommonInfo`` (items of GET /changefeeds, and so ``changefeed list`` and ``query -s``): ``error``
+    is the error, else the last warning, so a ``warning`` changefeed says why; none while ``normal`` (TiCDC's rule:
+    a changefeed that is retrying again shows no stale error)."""
+    shown = None if info.state == FeedState.NORMAL else info.error or status.last_warning
     return {
         "upstream_id": info.upstream_id,
         "namespace": info.namespace,
@@ -76,7 +79,7 @@ def changefeed_common_info(info: ChangefeedInfo, status: ChangefeedStatus) -> di
         "state": _shown_state(info.state),
         "checkpoint_tso": status.checkpoint_ts,
         "checkpoint_time": json_time(status.checkpoint_ts),
-        "error": running_error(info.error),
+        "error": running_error(shown),
     }
 
 

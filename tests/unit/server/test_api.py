@@ -257,3 +257,20 @@ def test_the_configs_secrets_are_masked_in_answers_and_kept_when_sent_back(tmp_p
         assert stored_kafka["sasl-oauth-client-secret"] == "TOPSECRET-2"  # one sent back masked stays
     finally:
         mgr.close()
+
+
+def test_a_list_item_shows_the_warning_of_a_warning_changefeed_and_no_error_while_normal() -> None:
+    """TiCDC's list: ``error`` is the error, else the warning (``changefeed list`` and ``query -s`` showed
+    ``"error": null`` for a changefeed in ``warning``, so the user saw no reason); nothing for a normal one."""
+    from sparkcdc.changefeed.info import ChangefeedInfo, ChangefeedStatus, FeedState, RunningError
+    from sparkcdc.server.api_model import changefeed_common_info
+
+    warned = RunningError("CDC:ErrExternalStorageAPI", "bucket or container does not exist", "127.0.0.1:8300")
+    status = ChangefeedStatus(checkpoint_ts=NOW, resolved_ts=NOW, last_warning=warned)
+    info = ChangefeedInfo(id="cf1", sink_uri="file:///tmp/s?protocol=csv", start_ts=NOW, state=FeedState.WARNING)
+    assert changefeed_common_info(info, status)["error"] == {
+        "addr": "127.0.0.1:8300", "code": "CDC:ErrExternalStorageAPI", "message": "bucket or container does not exist"}
+    failed = RunningError("CDC:ErrSinkURIInvalid", "bad sink")
+    item = changefeed_common_info(info.with_changes(state=FeedState.FAILED, error=failed), status)
+    assert item["error"]["code"] == "CDC:ErrSinkURIInvalid"
+    assert changefeed_common_info(info.with_changes(state=FeedState.NORMAL, error=failed), status)["error"] is None
