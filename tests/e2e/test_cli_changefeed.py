@@ -22,6 +22,7 @@ import pytest
 
 from sparkcdc.changefeed.config import ReplicaConfig
 from tests.fixtures.bad_input import BAD_INPUT, SECRETS, prepare
+from tests.fixtures.object_stores import S3_BUCKET, Server
 from tests.fixtures.replica_configs import REFUSED, REPRESENTATIVE_TOML
 from tests.support import CDC, free_port
 
@@ -342,7 +343,11 @@ def test_server_refuses_busy_port_and_shared_data_dir(server: CdcServer, tmp_pat
     assert server.api("/changefeeds") == {"total": 0, "items": []}
 
 
-SECRET_S3_SINK = "s3://bkt/prefix?protocol=csv&endpoint=http://127.0.0.1:9&access-key=AK&secret-access-key=TOPSECRET"
+@pytest.fixture
+def secret_s3_sink(moto_server: Server) -> str:
+    """An S3 sink URI with a secret, on the session's moto: create and update write a probe to the sink's storage."""
+    return (f"s3://{S3_BUCKET}/prefix?protocol=csv&endpoint={moto_server.endpoint}&access-key=AK"
+            "&secret-access-key=TOPSECRET")  # fmt: skip
 
 
 def _put(server: CdcServer, cf: str, body: dict[str, Any]) -> httpx.Response:
@@ -392,13 +397,13 @@ def test_refused_replica_configs(server: CdcServer, tmp_path: Path) -> None:
     assert "Traceback" not in (tmp_path / "server.log").read_text()
 
 
-def test_get_then_put_back_round_trip(server: CdcServer, tmp_path: Path) -> None:
+def test_get_then_put_back_round_trip(server: CdcServer, tmp_path: Path, secret_s3_sink: str) -> None:
     """A changefeed created with a non-default config and a secret in its sink URI: what a GET (or
     `cdc cli changefeed query`) returns is accepted back by PUT and by `cdc cli changefeed update` unchanged,
     and the masked URI sent back keeps the stored secret."""
     cfg = tmp_path / "cf.toml"
     cfg.write_text(REPRESENTATIVE_TOML)
-    r = server.cli("create", "-c", "rt", "--sink-uri", SECRET_S3_SINK, "--config", str(cfg))
+    r = server.cli("create", "-c", "rt", "--sink-uri", secret_s3_sink, "--config", str(cfg))
     assert r.returncode == 0, r.stderr
     assert server.cli("pause", "-c", "rt").returncode == 0
     got = server.api("/changefeeds/rt")
@@ -428,19 +433,21 @@ def test_get_then_put_back_round_trip(server: CdcServer, tmp_path: Path) -> None
     r = server.cli("update", "-c", "rt", "--config", str(cfg), "--sink-uri", got["sink_uri"], "--no-confirm")
     assert r.stdout.strip() == "changefeed config is the same with the old one, do nothing"
 
-    assert _stored_sink_uri(server, "rt") == SECRET_S3_SINK
+    assert _stored_sink_uri(server, "rt") == secret_s3_sink
     assert server.cli("resume", "-c", "rt", "--no-confirm").returncode == 0
     server.wait_state("rt", "normal")
     assert "Traceback" not in (tmp_path / "server.log").read_text()
 
 
-def test_secrets_in_the_config_never_show_and_survive_updates(server: CdcServer, tmp_path: Path) -> None:
+def test_secrets_in_the_config_never_show_and_survive_updates(
+    server: CdcServer, tmp_path: Path, secret_s3_sink: str
+) -> None:
     """A password in the changefeed TOML (``[sink.kafka-config] sasl-password``) is masked in every answer of the
     CLI and the API, as TiCDC masks it, and an update that sends the masked config back keeps it."""
     cfg = tmp_path / "secret.toml"
     cfg.write_text('[filter]\nrules = ["shop.*"]\n[sink.kafka-config]\nsasl-user = "cdc"\n'
                    'sasl-password = "TOPSECRET-CFG"\n')  # fmt: skip
-    created = server.cli("create", "-c", "sec", "--sink-uri", SECRET_S3_SINK, "--config", str(cfg))
+    created = server.cli("create", "-c", "sec", "--sink-uri", secret_s3_sink, "--config", str(cfg))
     assert created.returncode == 0, created.stderr
     assert server.cli("pause", "-c", "sec").returncode == 0
     rules = tmp_path / "rules.toml"
@@ -456,7 +463,12 @@ def test_secrets_in_the_config_never_show_and_survive_updates(server: CdcServer,
     assert "update config.sink" in changed.stdout and '"sasl_password":"xxxxx"' in changed.stdout
     stored = json.loads(_stored_info(server, "sec"))["config"]["sink"]["kafka-config"]
     assert stored["sasl-password"] == "TOPSECRET-NEW"
-    shown = [created, kept, changed, server.cli("query", "-c", "sec"), server.cli("list", "--all")]
+    # a bucket that does not exist is refused at create, as TiCDC's sink reaches its bucket then (the storage probe)
+    missing = secret_s3_sink.replace(f"s3://{S3_BUCKET}/", "s3://no-such-bucket/")
+    refused = server.cli("create", "-c", "nobucket", "--sink-uri", missing)
+    one_error(refused, "[CDC:ErrStorageInitialize] cannot write the sink's storage s3://no-such-bucket/prefix?")
+    assert "bucket or container does not exist" in refused.stderr
+    shown = [created, kept, changed, refused, server.cli("query", "-c", "sec"), server.cli("list", "--all")]
     texts = [r.stdout + r.stderr for r in shown] + [json.dumps(server.api("/changefeeds/sec"))]
     assert server.api("/changefeeds/sec")["config"]["filter"]["rules"] == ["shop.*", "crm.*"]
     texts.append((tmp_path / "server.log").read_text())

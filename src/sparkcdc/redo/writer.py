@@ -10,21 +10,17 @@ back) fails the task: nothing of the batch is applied then (``pipeline.redo_log`
 from __future__ import annotations
 
 import logging
-import threading
-import uuid
-from typing import Final
 
 from sparkcdc.changefeed.consistent import ConsistentConfig
-from sparkcdc.errors import ConfigError, SparkcdcError
 from sparkcdc.model.table import TableInfo
 from sparkcdc.redo.log_file import LogEncoder
 from sparkcdc.redo.names import LogName
+from sparkcdc.storage import probe
 from sparkcdc.storage.external import ExternalStorage
 
 log = logging.getLogger(__name__)
 
 _MIB = 1 << 20
-CHECK_SECONDS: Final = 10.0
 
 
 def storage_of(config: ConsistentConfig) -> ExternalStorage:
@@ -36,27 +32,7 @@ def check_writable(config: ConsistentConfig) -> None:
     """At changefeed create and update, as TiCDC's ``ValidateStorage``: a probe file written to and deleted from
     the redo log's storage within 10 s. Raises ConfigError (``CDC:ErrStorageInitialize``) saying why."""
     storage = storage_of(config)
-    probe = f".sparkcdc-probe-{uuid.uuid4().hex}"
-    failed: list[BaseException] = []
-
-    def attempt() -> None:
-        try:
-            storage.write(probe, b"")
-            storage.delete(probe)
-        except BaseException as e:  # reported by the caller's thread
-            failed.append(e)
-
-    worker = threading.Thread(target=attempt, name="redo-storage-check", daemon=True)
-    worker.start()
-    worker.join(CHECK_SECONDS)
-    where = f"the redo log's storage {storage.uri.masked()} ([consistent] storage)"
-    if worker.is_alive():
-        raise ConfigError(f"{where} did not answer within {CHECK_SECONDS:.0f} s; check that it is reachable",
-                          code="CDC:ErrStorageInitialize")  # fmt: skip
-    if failed:
-        e = failed[0]
-        reason = e.message if isinstance(e, SparkcdcError) else f"{type(e).__name__}: {e}"
-        raise ConfigError(f"cannot write {where}: {reason}", code="CDC:ErrStorageInitialize") from None
+    probe.check_writable(storage, f"the redo log's storage {storage.uri.masked()} ([consistent] storage)")
 
 
 class ChunkLog:

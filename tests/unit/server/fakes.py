@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import pytest
+
 from sparkcdc.changefeed.info import ChangefeedInfo, RunningError
 from sparkcdc.changefeed.runner import CaptureStats, RunnerStatus
 from sparkcdc.errors import SparkcdcError
@@ -11,6 +13,14 @@ from sparkcdc.model.table import TableInfo
 NOW = tso.compose(1_700_000_000_000)
 OLDEST = tso.compose(1_600_000_000_000)
 SINK = "file:///tmp/sparkcdc-unit-sink?protocol=canal-json"
+
+
+def object_stores_answer(monkeypatch: pytest.MonkeyPatch) -> list[str]:
+    """Unit tests reach no object store: the storage probe of create and update (``storage.probe``) passes without
+    I/O. Returns the storages it was asked about, as named in its messages (URIs masked)."""
+    asked: list[str] = []
+    monkeypatch.setattr("sparkcdc.storage.probe.check_writable", lambda storage, where: asked.append(where))
+    return asked
 
 
 class FakeRunner:

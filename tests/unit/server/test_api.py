@@ -17,7 +17,7 @@ from sparkcdc.server.changefeed import ChangefeedManager
 from sparkcdc.server.cluster import SingleNode
 from sparkcdc.server.store import MetaStore
 from tests.fixtures.replica_configs import REFUSED, REPRESENTATIVE_TOML, Refused
-from tests.unit.server.fakes import NOW, FakeRunner
+from tests.unit.server.fakes import NOW, FakeRunner, object_stores_answer
 
 SECRET_SINK = "s3://bucket/prefix?protocol=canal-json&access-key=AKIA&secret-access-key=TOPSECRET"
 
@@ -86,7 +86,8 @@ def test_status_says_whether_the_runner_is_ready(tmp_path: Path) -> None:
     mgr.close()
 
 
-def test_create_get_list_status_with_masking(client: ASGIClient) -> None:
+def test_create_get_list_status_with_masking(client: ASGIClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    assert object_stores_answer(monkeypatch) == []
     body = {
         "changefeed_id": "cf1",
         "sink_uri": SECRET_SINK,
@@ -204,7 +205,8 @@ def test_create_and_update_refuse_bad_replica_config(client: ASGIClient, case: R
     assert client.get("/api/v2/changefeeds/cf1").json() == before
 
 
-def test_get_then_put_back_is_accepted_and_unchanged(client: ASGIClient) -> None:
+def test_get_then_put_back_is_accepted_and_unchanged(client: ASGIClient, monkeypatch: pytest.MonkeyPatch) -> None:
+    object_stores_answer(monkeypatch)
     config = ReplicaConfig.from_toml_text(REPRESENTATIVE_TOML).to_api()
     body = {"changefeed_id": "cf1", "sink_uri": SECRET_SINK.replace("canal-json", "csv"), "replica_config": config}
     assert client.post("/api/v2/changefeeds", json=body).status_code == 200
@@ -225,7 +227,10 @@ SECRET_CONFIG = {
 }  # fmt: skip
 
 
-def test_the_configs_secrets_are_masked_in_answers_and_kept_when_sent_back(tmp_path: Path) -> None:
+def test_the_configs_secrets_are_masked_in_answers_and_kept_when_sent_back(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    object_stores_answer(monkeypatch)
     store = MetaStore(tmp_path)
     mgr = ChangefeedManager(store, FakeRunner())
     mgr.start(poll=False)

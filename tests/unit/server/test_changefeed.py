@@ -13,7 +13,7 @@ from sparkcdc.masking import mask_uri
 from sparkcdc.server.changefeed import ChangefeedManager, CreateRequest, states_needed
 from sparkcdc.server.store import MetaStore
 from tests.fixtures.replica_configs import REFUSED
-from tests.unit.server.fakes import NOW, OLDEST, SINK, FakeRunner
+from tests.unit.server.fakes import NOW, OLDEST, SINK, FakeRunner, object_stores_answer
 
 
 @pytest.fixture
@@ -54,6 +54,8 @@ def test_create_generates_uuid(mgr: ChangefeedManager) -> None:
         ({"sink_uri": ""}, "CDC:ErrSinkURIInvalid", "sink_uri is empty"),
         ({"sink_uri": "ftp://h/p?protocol=csv"}, "CDC:ErrSinkURIInvalid", "ftp"),
         ({"sink_uri": "file:///tmp/x"}, None, "protocol"),
+        ({"sink_uri": "file:///proc/no/such/dir?protocol=csv"}, "CDC:ErrStorageInitialize",
+         "cannot write the sink's storage file:///proc/no/such/dir?protocol=csv: write file:///proc/no/such/dir/"),
         ({"start_ts": NOW + 1}, "CDC:ErrAPIInvalidParam", "larger than current tso"),
         ({"start_ts": OLDEST - 1}, "CDC:ErrStartTsBeforeGC", "earlier than the oldest binlog"),
         ({"start_ts": NOW - 10, "target_ts": NOW - 10}, "CDC:ErrTargetTsBeforeStartTs", "target-ts"),
@@ -192,8 +194,11 @@ def test_update_refuses_what_create_refuses(mgr: ChangefeedManager) -> None:
     assert mgr.get("default", "cf1")[0] == before
 
 
-def test_update_with_the_masked_sink_uri_keeps_the_secret(mgr: ChangefeedManager) -> None:
+def test_update_with_the_masked_sink_uri_keeps_the_secret(
+    mgr: ChangefeedManager, monkeypatch: pytest.MonkeyPatch
+) -> None:
     """A GET shows the sink URI masked; sending it back unchanged must not store 'xxxxx' as the secret."""
+    probed = object_stores_answer(monkeypatch)
     secret = "s3://bkt/p?protocol=csv&access-key=AK&secret-access-key=TOPSECRET"
     create(mgr, sink_uri=secret)
     mgr.pause("default", "cf1")
@@ -203,6 +208,7 @@ def test_update_with_the_masked_sink_uri_keeps_the_secret(mgr: ChangefeedManager
     assert info.sink_uri == secret and mgr.get("default", "cf1")[0].sink_uri == secret
     other = "s3://bkt/p?protocol=csv&access-key=AK&secret-access-key=NEW"
     assert mgr.update("default", "cf1", sink_uri=other)[0].sink_uri == other
+    assert probed == ["the sink's storage s3://bkt/p?protocol=csv&access-key=xxxxx&secret-access-key=xxxxx"] * 3
 
 
 def test_resume_overwrite_checkpoint(mgr: ChangefeedManager, runner: FakeRunner) -> None:

@@ -15,7 +15,15 @@ class _StorageSink:
         return StorageSinkConfig.from_uri(uri, toml)
 
     def check(self, config: StorageSinkConfig, tables: Callable[[], Sequence[TableInfo]]) -> None:
-        return None
+        """The storage takes a probe file within 10 s, as TiCDC reaches its bucket at create (``storage.probe``):
+        a missing bucket, a wrong endpoint or refused credentials is one line then. ``noop://`` keeps nothing."""
+        if config.uri.scheme == "noop":
+            return
+        from sparkcdc.storage import probe
+        from sparkcdc.storage.external import ExternalStorage
+
+        storage = ExternalStorage.from_config(config)
+        probe.check_writable(storage, f"the sink's storage {config.uri.masked()}")
 
     def encoder(self, config: StorageSinkConfig, ctx: SinkContext) -> Any:
         from sparkcdc.sink.storage.encoder import StorageEncoder
