@@ -21,7 +21,7 @@ from sparkcdc.changefeed.config import ReplicaConfig, merge_documents, read_toml
 from sparkcdc.changefeed.info import RUNNING
 from sparkcdc.cli.client import DEFAULT_SERVER, APIClient
 from sparkcdc.errors import ConfigError, SparkcdcError
-from sparkcdc.masking import mask_config
+from sparkcdc.masking import mask_config, mask_uri
 from sparkcdc.model import tso
 from sparkcdc.server.catchup import describe_lag
 
@@ -384,7 +384,7 @@ def update(
         if target_ts is not None and target_ts != old.get("target_ts", 0):
             changes.append(f"update target_ts: {old.get('target_ts', 0)} -> {target_ts}")
         if sink_uri is not None and sink_uri != old.get("sink_uri"):
-            changes.append(f"update sink_uri: {old.get('sink_uri', '')} -> (new sink URI)")
+            changes.append(f"update sink_uri: {old.get('sink_uri', '')} -> {mask_uri(sink_uri)}")
         old_api, new_api = old_cfg.to_api(), new_cfg.to_api()
         shown_old, shown_new = mask_config(old_api), mask_config(new_api)  # the diff never shows a secret
         for key in new_api:
