@@ -10,7 +10,7 @@ from __future__ import annotations
 import re
 from collections.abc import Mapping
 from typing import Any
-from urllib.parse import parse_qsl, quote, urlsplit, urlunsplit
+from urllib.parse import parse_qsl, quote, urlsplit
 
 MASK = "xxxxx"
 _SECRET_WORDS = ("password", "passwd", "pwd", "secret", "key", "token", "credential", "sas", "signature", "private")
@@ -73,7 +73,13 @@ def mask_uri(uri: str) -> str:
         if query:
             pairs = parse_qsl(query, keep_blank_values=True)
             query = "&".join(f"{quote(k, safe='-_.~')}={quote(mask_value(k, v), safe='-_.~/:,')}" for k, v in pairs)
-        return urlunsplit((parts.scheme, netloc, parts.path, query, parts.fragment))
+        text = f"{parts.scheme}:" if parts.scheme else ""
+        if netloc or uri[len(text) :].startswith("//"):  # urlunsplit drops an empty authority for most schemes
+            text += "//" + netloc
+        text += parts.path
+        if query:
+            text += "?" + query
+        return text + ("#" + parts.fragment if parts.fragment else "")
     except ValueError:
         masked = _RAW_USERINFO.sub(r"\1:" + MASK + "@", uri)
         return _RAW_PARAM.sub(lambda m: f"{m.group(1)}{m.group(2)}={mask_value(m.group(2), m.group(3))}", masked)

@@ -28,6 +28,13 @@ from sparkcdc.masking import mask_config, mask_uri, unmask_config
         ("http://u:123/45@h", "http://u:xxxxx@h"),
         ("tcp://u:p?w#d@h/x?token=T", "tcp://u:xxxxx@h/x?token=xxxxx"),
         ("file:///tmp/a:b@c", "file:///tmp/a:b@c"),  # no authority: nothing to mask
+        # an empty authority stays, whatever the scheme (a URI shown must be the one given, to be sent back)
+        ("delta:///data/lake", "delta:///data/lake"),
+        ("iceberg:///wh?catalog-uri=mysql%2Bpymysql%3A%2F%2Fc%3Apw%40db%2Fi",
+         "iceberg:///wh?catalog-uri=mysql%2Bpymysql://c:xxxxx%40db/i"),
+        ("delta://s3://b/lake?secret-access-key=SK", "delta://s3://b/lake?secret-access-key=xxxxx"),
+        ("noop://?protocol=csv", "noop://?protocol=csv"),
+        ("blackhole://", "blackhole://"),
     ],
 )
 def test_mask(uri: str, expected: str) -> None:
