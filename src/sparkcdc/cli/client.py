@@ -9,6 +9,7 @@ import httpx
 
 from sparkcdc.changefeed.info import validate_changefeed_id
 from sparkcdc.errors import ConfigError, SparkcdcError
+from sparkcdc.masking import mask_uri
 
 DEFAULT_SERVER = "http://127.0.0.1:8300"
 
@@ -42,8 +43,8 @@ def server_url(server: str) -> str:
             raise ValueError(f"invalid host name {url.host!r}") from e
     except (httpx.InvalidURL, ValueError) as e:
         raise ConfigError(
-            f"invalid --server {server!r}: {str(e).rstrip('.')}; use the URL of a cdc server's Open API, such as "
-            f"{DEFAULT_SERVER}",
+            f"invalid --server {mask_uri(server)!r}: {str(e).rstrip('.')}; use the URL of a cdc server's Open API, "
+            f"such as {DEFAULT_SERVER}",
             code="CDC:ErrInvalidServerOption",
         ) from e
     return str(url).rstrip("/")
@@ -60,6 +61,7 @@ class APIClient:
     def __init__(self, server: str = DEFAULT_SERVER, timeout: float = 60.0) -> None:
         """Raises ConfigError for a malformed ``server``."""
         self.server = server_url(server)
+        self.shown = mask_uri(self.server)  # for messages: a password in --server is never printed
         self._http = httpx.Client(base_url=self.server + "/api/v2", timeout=timeout)
 
     def close(self) -> None:
@@ -80,7 +82,7 @@ class APIClient:
             resp = self._http.request(method, path, content=content, headers=headers, params=params)
         except httpx.HTTPError as e:
             raise SparkcdcError(
-                f"cannot reach the cdc server at {self.server}: {e}; check --server and that `cdc server` runs",
+                f"cannot reach the cdc server at {self.shown}: {e}; check --server and that `cdc server` runs",
                 code="CDC:ErrCliServerUnavailable",
                 retryable=True,
             ) from e
@@ -88,7 +90,7 @@ class APIClient:
             data = resp.json() if resp.content else {}
         except json.JSONDecodeError as e:
             raise SparkcdcError(
-                f"the server at {self.server} answered {resp.status_code} with a non-JSON body",
+                f"the server at {self.shown} answered {resp.status_code} with a non-JSON body",
                 code="CDC:ErrCliInvalidResponse",
             ) from e
         if resp.status_code >= 400:
@@ -98,7 +100,7 @@ class APIClient:
             raise APIError(f"the server answered {resp.status_code}", code="CDC:ErrInternal")
         if not isinstance(data, dict):  # every Open API v2 answer is an object
             raise SparkcdcError(
-                f"the server at {self.server} answered {method} {path} with JSON that is not an Open API v2 "
+                f"the server at {self.shown} answered {method} {path} with JSON that is not an Open API v2 "
                 "object; check that --server names a cdc server",
                 code="CDC:ErrCliInvalidResponse",
             )

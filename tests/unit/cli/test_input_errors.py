@@ -159,3 +159,15 @@ def test_unexpected_error_is_one_line(monkeypatch: pytest.MonkeyPatch, capsys: p
     monkeypatch.setattr(client_module.APIClient, "list", boom)
     line = run_cdc(monkeypatch, capsys, "cli", "changefeed", "list", "--server", UNREACHABLE)
     assert line.startswith("Error: [CDC:ErrInternal] unexpected ValueError: boom second line"), line
+
+
+@pytest.mark.parametrize(
+    ("server", "shown"),
+    [("http://cdc:TOPSECRET@127.0.0.1:1", "cannot reach the cdc server at http://cdc:xxxxx@127.0.0.1:1: "),
+     ("http://cdc:TOPSECRET@127.0.0.1:x", "invalid --server 'http://cdc:xxxxx@127.0.0.1:x': Invalid port")],
+)  # fmt: skip
+def test_a_password_in_server_is_never_printed(
+    server: str, shown: str, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    line = run_cdc(monkeypatch, capsys, "cli", "changefeed", "list", "--server", server)
+    assert shown in line and "TOPSECRET" not in line
