@@ -22,7 +22,7 @@ from typing import Any
 from urllib.parse import parse_qsl
 
 from sparkcdc.errors import ConfigError, SparkcdcError
-from sparkcdc.masking import mask_uri, mask_value
+from sparkcdc.masking import MASK, mask_uri, mask_value
 from sparkcdc.mysql.uri import Authority, UriProblem, split_uri, tls_problem
 from sparkcdc.uri_query import parse_query, query_param
 
@@ -193,7 +193,7 @@ class MysqlTarget:
                 "ssl": self._ssl()}  # fmt: skip
 
     def __str__(self) -> str:
-        auth = f"{self.user}:******@" if self.password else f"{self.user}@"
+        auth = f"{self.user}:{MASK}@" if self.password else f"{self.user}@"
         return f"mysql://{auth}{self.host}:{self.port}/{self.database}"
 
     def connect(self, *, database: str | None = None, autocommit: bool = False, **extra: Any) -> Any:
@@ -349,7 +349,7 @@ def as_lossy_write_error(error: BaseException, *, target: MysqlTarget, schema: s
         return None
     message = str(error.args[1]) if len(error.args) > 1 else str(error)
     if target.password:
-        message = message.replace(target.password, "******")
+        message = message.replace(target.password, MASK)
     return lossy_write_error(code, message, target=target, schema=schema, table=table)
 
 
@@ -371,7 +371,7 @@ def safe_error(error: BaseException, password: str) -> str:
     """The error text with the password removed (drivers sometimes echo connection strings)."""
     text = str(error)
     if password:
-        text = text.replace(password, "******")
+        text = text.replace(password, MASK)
     return text
 
 
