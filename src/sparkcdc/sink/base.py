@@ -194,7 +194,7 @@ def sink_for(uri: str) -> Sink:
         scheme = ""
     if not uri or not scheme:
         raise ConfigError(
-            f"sink uri invalid '{mask_uri(uri) if isinstance(uri, str) else uri!r}': missing scheme; "
+            f"sink uri invalid '{mask_uri(uri) if isinstance(uri, str) else repr(uri)}': missing scheme; "
             "use e.g. file:///path?protocol=canal-json",
             code=ERR_SINK_URI_INVALID,
         )

@@ -40,7 +40,7 @@ def test_blackhole() -> None:
     ("uri", "message"),
     [
         ("", "sink_uri is empty"),
-        ("/tmp/x?protocol=csv", "missing scheme"),
+        ("/tmp/x?protocol=csv", "sink uri invalid '/tmp/x?protocol=csv': missing scheme"),
         ("ftp://h/p?password=hunter2", "unsupported scheme 'ftp'"),
     ],
 )
