@@ -169,7 +169,9 @@ CFG = {"include-commit-ts": True, "terminator": "\n"}
         (GOOD + GOOD[:20], CFG, "line 2: row has 6 fields, expected 9"),
         (b'"I","t","db",5,1,"x"y,"AA==","on",""\n', CFG, "line 1, column 'name': unexpected character"),
         (GOOD + b'"I","t","db",5,1,"x","AA==","on"\n', CFG, "line 2: row has 8 fields, expected 9"),
-        (b'"I","t","db",5,1,"x","AA==","on","",7\n', CFG, "line 1: row has 10 fields, expected 9"),
+        (b'"I","t","db",5,1,"x","AA==","on","",7\n', CFG, "line 1: row has 10 fields, expected 9 (4 meta + 5 columns); "
+         "if every row is so, read it with the changefeed's [sink.csv] settings (a consumer's --config: "
+         "include-commit-ts"),
         (b'"I","t","db",5x,1,"x","AA==","on",""\n', CFG, "line 1, column 'commit-ts': '5x' is not a uint64"),
         (b'"I","t","db",18446744073709551616,1,"x","AA==","on",""\n', CFG, "column 'commit-ts'"),
         (b'"X","t","db",5,1,"x","AA==","on",""\n', CFG, "line 1, column 'operation': 'X' is not I, U or D"),

@@ -449,7 +449,9 @@ class CsvDecoder:
         if count != tp.n_fields:
             return DecodeError(
                 f"{where}: line {line}: row has {count} fields, expected {tp.n_fields} "
-                f"({tp.n_meta} meta + {len(tp.visible)} columns)"
+                f"({tp.n_meta} meta + {len(tp.visible)} columns); if every row is so, read it with the "
+                "changefeed's [sink.csv] settings (a consumer's --config: include-commit-ts, output-old-value, "
+                "output-handle-key, delimiter)"
             )
         return DecodeError(f"{where}: line {line}: malformed row")
 
