@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 
 import click
 
+from sparkcdc.changefeed.config import ReplicaConfig
 from sparkcdc.errors import ConfigError
 
 log = logging.getLogger(__name__)
@@ -87,12 +88,16 @@ def consumer_options(*, downstream: str = "--downstream-uri", workers: int = 4, 
 
 
 def load_toml(path: str) -> dict[str, Any]:
-    """The producer's changefeed TOML (``--config``); ``{}`` without one. Raises ConfigError naming the file."""
+    """The producer's changefeed TOML (``--config``); ``{}`` without one. It is checked as ``changefeed create``
+    checks it, as TiCDC's consumers decode it strictly: a misspelt key is an error naming it, not a setting silently
+    left at its default. Raises ConfigError naming the file."""
     if not path:
         return {}
     try:
         with open(path, "rb") as f:
-            return tomllib.load(f)
+            doc = tomllib.load(f)
+        ReplicaConfig.from_document(doc, f"--config {path}")
+        return doc
     except OSError as e:
         raise ConfigError(f"cannot read --config {path}: {e.strerror}") from None
     except tomllib.TOMLDecodeError as e:

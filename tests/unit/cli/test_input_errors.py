@@ -123,6 +123,22 @@ def test_storage_consumer_unreadable_config_and_log_file(
     assert "cannot write --log-file" in line
 
 
+@pytest.mark.parametrize("command", ["storage-consumer", "kafka-consumer"])
+def test_a_consumers_config_with_a_misspelt_key_is_refused(
+    command: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """As TiCDC's consumers decode --config strictly: a misspelt table (``[sinks.csv]``) is an error, not settings
+    silently left at their defaults."""
+    config = tmp_path / "cf.toml"
+    config.write_text("[sinks.csv]\ninclude-commit-ts = true\n")
+    upstream = (f"file://{tmp_path}/tree?protocol=csv" if command == "storage-consumer"
+                else "kafka://127.0.0.1:1/t?protocol=canal-json")  # fmt: skip
+    line = run_cdc(monkeypatch, capsys, command, "--upstream-uri", upstream, "--downstream-uri",
+                   "mysql://root@127.0.0.1:1/", "--config", str(config))  # fmt: skip
+    assert line.startswith(f"Error: [CDC:ErrInvalidReplicaConfig] --config {config}: ")
+    assert "unknown configuration option 'sinks'" in line
+
+
 def test_server_log_file_under_a_file(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
 ) -> None:
