@@ -67,6 +67,14 @@ def parse_addr(addr: str) -> tuple[str, int]:
     return host.strip("[]"), int(port)
 
 
+def check_spark_master(master: str) -> None:
+    """Spark's own rule for a master URL, checked before anything starts: otherwise the server runs on, with a
+    JVM that exited at once and changefeeds that never start. Raises ConfigError."""
+    if master != "yarn" and not master.startswith(("local", "spark://", "k8s://")):
+        raise ConfigError(f"invalid --spark-master {master!r}: Spark takes local[*], local[N], spark://host:port, "
+                          "k8s://... or yarn", code="CDC:ErrInvalidServerOption")  # fmt: skip
+
+
 def parse_tz(tz: str) -> str | None:
     """TiCDC's ``--tz``: ``System`` (None) or an IANA zone name. Raises ConfigError."""
     if not tz or tz.lower() in ("system", "local"):
@@ -239,6 +247,7 @@ def run_server(opts: ServerOptions) -> None:
     for bad options (before anything starts), SparkcdcError when the Open API stops by itself."""
     host, port = parse_addr(opts.addr)
     tz = parse_tz(opts.tz)
+    check_spark_master(opts.spark_master)
     if opts.upstream:
         MysqlTarget.parse(opts.upstream, upstream=True)  # a bad URI or TLS file: one error line before anything runs
     if opts.pd:

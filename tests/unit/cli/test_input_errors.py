@@ -187,3 +187,15 @@ def test_a_password_in_server_is_never_printed(
 ) -> None:
     line = run_cdc(monkeypatch, capsys, "cli", "changefeed", "list", "--server", server)
     assert shown in line and "TOPSECRET" not in line
+
+
+@pytest.mark.parametrize("master", ["bogus", "127.0.0.1:7077", "Local[2]"])
+def test_server_refuses_a_spark_master_spark_would_refuse(
+    master: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """Before anything starts, instead of a server up with a JVM that exited at once and changefeeds that never run."""
+    line = run_cdc(monkeypatch, capsys, "server", "--runner", "noop", "--data-dir", str(tmp_path / "data"),
+                   "--spark-master", master)  # fmt: skip
+    assert line == (f"Error: [CDC:ErrInvalidServerOption] invalid --spark-master {master!r}: Spark takes local[*], "
+                    "local[N], spark://host:port, k8s://... or yarn")  # fmt: skip
+    assert not (tmp_path / "data").exists()
