@@ -17,10 +17,14 @@ ERR_STORAGE_INITIALIZE: Final = "CDC:ErrStorageInitialize"
 
 
 def check_writable(storage: ExternalStorage, where: str) -> None:
-    """Write and delete a probe file (``.sparkcdc-probe-<uuid>`` at the storage's root) within 10 s; ``where``
-    names the storage for the message (its URI masked, and the setting it comes from). Raises ConfigError
-    (``CDC:ErrStorageInitialize``) saying why, secrets masked."""
-    probe = f".sparkcdc-probe-{uuid.uuid4().hex}"
+    """Write and delete a probe file at the storage's root within 10 s; ``where`` names the storage for the
+    message (its URI masked, and the setting it comes from). Raises ConfigError (``CDC:ErrStorageInitialize``)
+    saying why, secrets masked.
+
+    The probe is named as a temporary file (``.sparkcdc-probe.tmp.<uuid hex>``, ``external.is_temporary``): a
+    consumer listing the tree meanwhile skips it instead of stopping on a foreign file, and one a killed process
+    left is deleted by the next writer's ``remove_temporary``."""
+    probe = f".sparkcdc-probe.tmp.{uuid.uuid4().hex}"
     failed: list[BaseException] = []
 
     def attempt() -> None:

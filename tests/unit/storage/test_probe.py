@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from sparkcdc.consumer.storage_reader import ReaderConfig, scan
 from sparkcdc.errors import ConfigError
 from sparkcdc.storage import probe
 from sparkcdc.storage.external import ExternalStorage
@@ -45,3 +46,15 @@ def test_a_storage_that_does_not_answer_is_given_up_on(monkeypatch: pytest.Monke
         release.set()
     assert e.value.code == "CDC:ErrStorageInitialize" and "TOPSECRET" not in e.value.message
     assert e.value.message.endswith("did not answer within 0.2 s; check that it is reachable")
+
+
+def test_a_probe_left_behind_is_skipped_by_readers(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A create killed between the probe's write and its delete (or a consumer listing the tree meanwhile): the
+    consumers and format("ticdc") skip the probe, as they skip temporary files, instead of stopping on it."""
+    monkeypatch.setattr(ExternalStorage, "delete", lambda self, path: None)
+    storage = ExternalStorage.from_uri(f"file://{tmp_path}")
+    probe.check_writable(storage, "the sink's storage")
+    (left,) = [p.name for p in tmp_path.iterdir()]
+    assert left.startswith(".sparkcdc-probe")
+    (tmp_path / "metadata").write_text('{"checkpoint-ts":5}')
+    assert scan(storage, ReaderConfig("csv")).streams == {}
