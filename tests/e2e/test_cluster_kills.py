@@ -184,8 +184,9 @@ def test_five_kills_across_three_servers_with_four_changefeeds(
             watch.wait_all_past(end, 240)
             for w in watch.checkpoints.values():
                 w.wait(end, 60)
-            time.sleep(3)  # a last file-tracker round over the final files
             assert watch.error is None, watch.error
+        for f in watch.files.values():
+            f.poll()  # a last round over the final files, once the watch thread has stopped
         states = {cf: owner(servers).changefeed(cf)["state"] for cf in sinks_all}
     finally:
         bg.stop.set()
