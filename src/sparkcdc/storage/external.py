@@ -225,7 +225,11 @@ class ExternalStorage:
         return self.size(path) is not None
 
     def list(self, prefix: str = "") -> list[str]:
-        """Every file under directory ``prefix`` (recursively), as sorted paths relative to the root."""
+        """Every file under directory ``prefix`` (recursively), as sorted paths relative to the root.
+
+        A directory or prefix not created yet lists as empty (a writer creates it with its first file), but a
+        missing bucket or container raises StorageError: it is not an empty tree, nothing will ever appear in it,
+        and the caller (``cdc redo meta``, a consumer) must say so instead of "nothing found"."""
         full = self.full_path(prefix.strip("/"))
         root = self.full_path("")
         fs = self.filesystem
@@ -235,7 +239,9 @@ class ExternalStorage:
             try:
                 found = fs.find(full, detail=False)
             except FileNotFoundError:
-                return []
+                if self.is_local or self._bucket_exists():
+                    return []
+                raise
             out = []
             for name in found:
                 name = name.lstrip("/") if not self.is_local else name
@@ -245,6 +251,12 @@ class ExternalStorage:
             return sorted(out)
 
         return self._retry("list", prefix, op)
+
+    def _bucket_exists(self) -> bool:
+        """Whether an object store's bucket or container (the root's first segment) exists: object stores list a
+        missing prefix as empty, but some raise FileNotFoundError for it as for a missing bucket."""
+        bucket = self.uri.root.lstrip("/").split("/", 1)[0]
+        return bool(self.filesystem.exists(bucket))
 
     def delete(self, path: str) -> None:
         """Delete a file; a missing file is not an error."""

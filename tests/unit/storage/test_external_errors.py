@@ -118,3 +118,43 @@ def test_local_write_is_atomic_and_leaves_no_temp_on_error(tmp_path: Path) -> No
         broken.write("d/f", b"two")
     assert st.read("d/f") == b"one"
     assert sorted(p.name for p in (tmp_path / "d").iterdir()) == ["f"]
+
+
+class FindFS:
+    """``find`` raises FileNotFoundError (as s3fs does for a missing bucket, and some stores for a missing
+    prefix); ``exists`` answers for the bucket."""
+
+    def __init__(self, bucket_exists: bool) -> None:
+        self.bucket_exists = bucket_exists
+        self.asked: list[str] = []
+
+    def invalidate_cache(self) -> None:
+        pass
+
+    def find(self, path: str, detail: bool = False) -> list[str]:
+        raise FileNotFoundError("The specified bucket does not exist")
+
+    def exists(self, path: str) -> bool:
+        self.asked.append(path)
+        return self.bucket_exists
+
+
+def test_list_of_a_missing_bucket_raises_naming_it_with_secrets_masked() -> None:
+    fs = FindFS(bucket_exists=False)
+    st = ExternalStorage.from_uri(URI, retry=RetryPolicy(attempts=1)).with_filesystem(fs)
+    with pytest.raises(StorageError) as e:
+        st.list()
+    assert fs.asked == ["bkt"]
+    assert e.value.code == "CDC:ErrExternalStorageAPI"
+    assert "list s3://bkt/pre failed: bucket or container does not exist" in e.value.message
+    assert "create it or fix the sink URI" in e.value.message
+    assert SECRET not in e.value.message
+
+
+def test_list_of_a_missing_prefix_in_an_existing_bucket_is_empty() -> None:
+    st = ExternalStorage.from_uri(URI, retry=RetryPolicy(attempts=1)).with_filesystem(FindFS(bucket_exists=True))
+    assert st.list("a/b") == []
+
+
+def test_list_of_a_missing_local_directory_is_empty(tmp_path: Path) -> None:
+    assert ExternalStorage.from_uri(f"file://{tmp_path}/not/yet").list() == []
