@@ -30,7 +30,7 @@ from collections.abc import Callable, Iterator, Sequence
 from sparkcdc.consumer.storage_reader import FileReader, ReaderConfig, SchemaEntry, Snapshot, StreamKey, scan
 from sparkcdc.consumer.table_def import create_database_sql, create_table_sql
 from sparkcdc.consumer.target import Target
-from sparkcdc.errors import SparkcdcError
+from sparkcdc.errors import ConfigError, SparkcdcError
 from sparkcdc.model import RowChange, TableInfo
 from sparkcdc.model.steps import DEFAULT_BATCH_ROWS, Batch, Checkpoint, DdlStep, EngineStats, RowsStep, Step
 from sparkcdc.model.tso import physical
@@ -61,6 +61,7 @@ class StorageSource:
         self.started = time.monotonic()
         self._schema_cache: dict[str, SchemaEntry] = {}
         self._local = threading.local()
+        self._said_waiting = False  # the "waiting for the tree" line is logged once, not at every poll
 
     @property
     def bounded(self) -> bool:
@@ -110,11 +111,21 @@ class StorageSource:
     # -- one round ----------------------------------------------------------------------------------
     def steps(self, target: Target) -> Iterator[Step]:
         """Everything available up to the storage checkpoint; nothing while the tree has no ``metadata`` yet
-        (nothing can be applied safely)."""
+        (nothing can be applied safely). Raises ConfigError with ``--once`` when there is no tree at all: a run
+        that is to apply what is there and exit must not exit 0 having found nothing, which is most often a
+        mistyped path or prefix (a long-running consumer waits for the tree instead, and says so once)."""
         snap = scan(self.storage, self.reader_cfg, self._schema_cache)
         self.rounds += 1
         if snap.checkpoint_ts is None:
-            log.info("no metadata file yet under %s; waiting", self.storage.uri.masked())
+            where = self.storage.uri.masked()
+            if self.once and snap.empty:
+                raise ConfigError(f"no storage-sink tree at {where}: the path does not exist or holds no file; "
+                                  "check --upstream-uri (the changefeed's sink URI), or run without --once to wait "
+                                  "for the changefeed to write it")  # fmt: skip
+            if not self._said_waiting:
+                log.info("no metadata file yet under %s%s; waiting for the changefeed to write it", where,
+                            " (the path does not exist yet)" if snap.empty else "")  # fmt: skip
+                self._said_waiting = True
             return
         target.reload()
         stats = target.stats

@@ -132,11 +132,13 @@ class DataFile:
 
 @dataclass
 class Snapshot:
-    """What one scan saw. ``checkpoint_ts`` is None when the tree has no ``metadata`` yet."""
+    """What one scan saw. ``checkpoint_ts`` is None when the tree has no ``metadata`` yet; ``empty`` when it holds no
+    file at all (a local path that does not exist or an empty prefix: the tree is not there, or not yet)."""
 
     checkpoint_ts: int | None
     schemas: dict[tuple[str, str], dict[int, SchemaEntry]]
     streams: dict[StreamKey, list[DataFile]]
+    empty: bool = False
 
     def schema_for(self, schema: str, table: str, version: int) -> SchemaEntry:
         try:
@@ -181,7 +183,8 @@ def scan(storage: ExternalStorage, cfg: ReaderConfig, schema_cache: dict[str, Sc
     schemas: dict[tuple[str, str], dict[int, SchemaEntry]] = {}
     streams: dict[StreamKey, list[DataFile]] = {}
     foreign: list[str] = []
-    for path in storage.list(""):
+    listed = storage.list("")
+    for path in listed:
         base = path.rsplit("/", 1)[-1]
         if is_temporary(base):
             continue
@@ -216,7 +219,7 @@ def scan(storage: ExternalStorage, cfg: ReaderConfig, schema_cache: dict[str, Sc
         )
     for files in streams.values():
         files.sort()
-    snap = Snapshot(checkpoint, schemas, streams)
+    snap = Snapshot(checkpoint, schemas, streams, empty=not listed)
     for (schema, table, _), files in streams.items():
         for version in sorted({f.table_version for f in files}):
             entry = snap.schema_for(schema, table, version)
