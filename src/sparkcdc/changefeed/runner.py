@@ -194,6 +194,11 @@ class RunnerStatus:
 
 @runtime_checkable
 class ChangefeedRunner(Protocol):
+    def check_startable(self) -> None:
+        """Raises ConfigError when no changefeed can run here (the server lacks what the runner needs), so
+        ``changefeed create`` refuses it instead of a changefeed created only to fail."""
+        ...
+
     def start(self, info: ChangefeedInfo, checkpoint_ts: int) -> None: ...
 
     def stop(self, namespace: str, changefeed_id: str) -> None: ...

@@ -45,7 +45,7 @@ from sparkcdc.changefeed.runner import (
     SharedCaptureState,
 )
 from sparkcdc.changefeed.snapshot import SnapshotProgress
-from sparkcdc.errors import SparkcdcError, UpstreamError, from_traceback
+from sparkcdc.errors import ConfigError, SparkcdcError, from_traceback
 from sparkcdc.local_file import private_dir
 from sparkcdc.model.table import TableInfo
 from sparkcdc.pipeline.progress import read_progress
@@ -256,9 +256,15 @@ class SparkRunner:
         return self._spark
 
     # -- ChangefeedRunner ----------------------------------------------------------------------------
-    def start(self, info: ChangefeedInfo, checkpoint_ts: int) -> None:
+    def check_startable(self) -> None:
         if self.capture is None:
-            raise UpstreamError("cdc server has no --upstream; the Spark runner needs one to capture from")
+            raise ConfigError("cdc server was started without --upstream: the Spark runner has no binlog to capture "
+                              "from; restart it with --upstream mysql://user:password@host:port (or "
+                              "$SPARKCDC_UPSTREAM), or with --runner noop to manage changefeeds without replicating",
+                              code="CDC:ErrInvalidServerOption")  # fmt: skip
+
+    def start(self, info: ChangefeedInfo, checkpoint_ts: int) -> None:
+        self.check_startable()
         if checkpoint_ts < self.gc_ts and not (info.target_ts and checkpoint_ts >= info.target_ts):
             # the server refuses this on create/resume; never start a run that would silently skip data
             raise SparkcdcError(

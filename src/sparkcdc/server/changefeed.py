@@ -218,6 +218,7 @@ class ChangefeedManager:
                 pass
             else:
                 raise ConfigError(f"changefeed already exists, {cf_id}", code="CDC:ErrChangeFeedAlreadyExists")
+            self.runner.check_startable()
             current = self.runner.current_tso()
             start_ts = req.start_ts or current
             if start_ts > current:

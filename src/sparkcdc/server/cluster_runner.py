@@ -56,6 +56,9 @@ class ClusterRunner:
         self._thread: threading.Thread | None = None
 
     # -- ChangefeedRunner ----------------------------------------------------------------------------
+    def check_startable(self) -> None:
+        self.local.check_startable()
+
     def start(self, info: ChangefeedInfo, checkpoint_ts: int) -> None:
         """Adopt the changefeed where it still runs, or place it now; an error placing it is raised (the
         changefeed fails with it, as on one server). Later placements are the scheduler's and are retried."""

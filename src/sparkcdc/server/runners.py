@@ -29,6 +29,9 @@ class NoopRunner:
         self._running: dict[tuple[str, str], tuple[ChangefeedInfo, int]] = {}
         self._lock = threading.Lock()
 
+    def check_startable(self) -> None:
+        """Always: it needs no upstream (its clock stands in for one)."""
+
     def start(self, info: ChangefeedInfo, checkpoint_ts: int) -> None:
         with self._lock:
             self._running[(info.namespace, info.id)] = (info, checkpoint_ts)

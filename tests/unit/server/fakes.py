@@ -6,7 +6,7 @@ import pytest
 
 from sparkcdc.changefeed.info import ChangefeedInfo, RunningError
 from sparkcdc.changefeed.runner import CaptureStats, RunnerStatus
-from sparkcdc.errors import SparkcdcError
+from sparkcdc.errors import ConfigError, SparkcdcError
 from sparkcdc.model import tso
 from sparkcdc.model.table import TableInfo
 
@@ -37,6 +37,7 @@ class FakeRunner:
         self.capture: CaptureStats | None = None
         self.tables: list[TableInfo] | None = None  # the upstream's tables, for the expression filters' check
         self.engine_ready = True
+        self.unstartable: str | None = None  # check_startable's refusal (a Spark runner without --upstream)
 
     def start(self, info: ChangefeedInfo, checkpoint_ts: int) -> None:
         self.calls.append(("start", info.id))
@@ -81,6 +82,10 @@ class FakeRunner:
 
     def upstream_tables(self, ts: int) -> list[TableInfo] | None:
         return self.tables
+
+    def check_startable(self) -> None:
+        if self.unstartable is not None:
+            raise ConfigError(self.unstartable, code="CDC:ErrInvalidServerOption")
 
     def ready(self) -> bool:
         return self.engine_ready

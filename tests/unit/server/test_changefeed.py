@@ -375,3 +375,11 @@ def test_expression_filter_checked_against_the_upstream_tables(mgr: ChangefeedMa
     mgr.update("default", "ok", config=_expr_config("amount > 100 or id > 1"))
     runner.tables = None  # a runner that cannot tell (noop) accepts: the changefeed would fail on the row
     mgr.update("default", "ok", config=_expr_config("missing = 1"))
+
+
+def test_create_is_refused_when_no_changefeed_can_run_here(mgr: ChangefeedManager, runner: FakeRunner) -> None:
+    runner.unstartable = "cdc server was started without --upstream"
+    with pytest.raises(ConfigError, match="without --upstream") as e:
+        create(mgr)
+    assert e.value.code == "CDC:ErrInvalidServerOption"
+    assert mgr.list(None) == [] and runner.calls == []  # nothing stored, nothing started
