@@ -370,9 +370,16 @@ class ReplicaConfig:
         """The tables of ``tables`` whose rows this changefeed replicates: matched by the filter rules, outside the
         system schemas, and with a handle key unless ``force-replicate`` (TiCDC's eligible tables; their DDLs:
         :func:`replicated_ddl`)."""
+        return [t for t in self._matched(tables) if t.is_eligible or self.force_replicate]
+
+    def ineligible(self, tables: Iterable[TableInfo]) -> list[TableInfo]:
+        """The tables of ``tables`` the filter rules match but that have no handle key (no primary key, no NOT NULL
+        unique key): left out unless ``force-replicate``, and named by ``changefeed create`` either way."""
+        return [t for t in self._matched(tables) if not t.is_eligible]
+
+    def _matched(self, tables: Iterable[TableInfo]) -> list[TableInfo]:
         wanted = self.table_filter()
-        return [t for t in tables if not is_system_schema(t.schema) and wanted.match_table(t.schema, t.table)
-                and (t.is_eligible or self.force_replicate)]  # fmt: skip
+        return [t for t in tables if not is_system_schema(t.schema) and wanted.match_table(t.schema, t.table)]
 
     def with_sink(self, sink: Mapping[str, Any]) -> ReplicaConfig:
         return _replace(self, sink=_freeze(sink))

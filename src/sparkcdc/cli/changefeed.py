@@ -3,7 +3,8 @@
 Outputs follow TiCDC's CLI: ``Create changefeed successfully!`` + ``ID:`` + ``Info:`` (compact Go JSON) on
 create, indented JSON for list/query, nothing on pause/resume, ``Changefeed remove successfully.`` on remove.
 Confirmations (large replication lag, overwriting a checkpoint, applying an update) read Y/N from stdin
-unless ``--no-confirm``.
+unless ``--no-confirm``; ignoring tables without a handle key is asked only at a terminal (their warning is printed
+always).
 """
 
 from __future__ import annotations
@@ -116,6 +117,26 @@ def _confirm_large_gap(current: int, start_ts: int, command: str) -> None:
             raise _aborted(command)
 
 
+def _warn_ineligible(tables: list[str], config: ReplicaConfig, ask: bool) -> None:
+    """TiCDC's warning on tables that have no handle key (no primary key, no NOT NULL unique key): named always; left
+    out unless force-replicate, which is then asked to confirm, but only of a user at a terminal (a script's stdin
+    answers no question: it goes on, as with ``--no-confirm``). The warning goes to stderr: a script reading the
+    create's stdout (``ID:``, ``Info:``) sees the same lines with or without it."""
+    if not tables:
+        return
+    named = ", ".join(tables)
+    if config.force_replicate:
+        click.echo(f"[WARN] force to replicate some ineligible tables (no primary key or not-null unique key): {named}",
+                   err=True)  # fmt: skip
+        return
+    click.echo(f"[WARN] some tables are not eligible to replicate (no primary key or not-null unique key), they are "
+               f"left out: {named}", err=True)  # fmt: skip
+    if ask and sys.stdin.isatty() and not _confirm("Could you agree to ignore those tables, and continue to replicate "
+                                                   "[Y/N]"):  # fmt: skip
+        click.echo("No changefeed is created because you don't want to ignore some tables.")
+        raise _aborted("create")
+
+
 def _json_time_from_rfc3339(text: str) -> str:
     try:
         when = datetime.fromisoformat(text).astimezone()
@@ -145,7 +166,11 @@ def changefeed(ctx: click.Context) -> None:
     default="",
     help="Avro Schema Registry URI (protocol=avro): http(s)://[user:password@]host:port, URL-encoded credentials.",
 )
-@click.option("--no-confirm", is_flag=True, help="Do not ask for confirmation (large lag, ineligible tables).")
+@click.option(
+    "--no-confirm",
+    is_flag=True,
+    help="Do not ask for confirmation (large lag; ineligible tables, asked only at a terminal).",
+)
 @click.option("--disable-gc-check", is_flag=True, hidden=True, help="Accepted for compatibility; no effect.")
 @click.pass_context
 def create(
@@ -179,6 +204,7 @@ def create(
             "sink_uri": sink_uri,
             "replica_config": config.to_api(),
         }
+        _warn_ineligible(client.verify_table(body), config, ask=not no_confirm)
         info = client.create(body)
     click.echo(f"Create changefeed successfully!\nID: {info['id']}\nInfo: {go_json(info)}")
 

@@ -121,6 +121,11 @@ class APIClient:
         result: dict[str, Any] = self._call("POST", "/changefeeds", body=body)
         return result
 
+    def verify_table(self, body: dict[str, Any]) -> list[str]:
+        """The tables (``db.table``) a changefeed of ``body`` would leave out for want of a handle key."""
+        data = self._call("POST", "/verify_table", body=body)
+        return [f"{t['database_name']}.{t['table_name']}" for t in data.get("ineligible_tables") or []]
+
     def list(self, namespace: str, state: str = "all") -> list[dict[str, Any]]:
         data = self._call("GET", "/changefeeds", params={"namespace": namespace, "state": state})
         return list(data.get("items") or [])

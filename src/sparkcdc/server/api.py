@@ -54,7 +54,7 @@ _BAD_REQUEST_CODES = frozenset(
 U64 = Field(default=0, ge=0, le=(1 << 64) - 1)
 ERR_OWNER_NOT_FOUND = "CDC:ErrOwnerNotFound"
 # served by the owner (forwarded from other captures)
-_OWNER_PATHS = ("/api/v2/changefeeds", "/api/v2/owner", "/api/v2/processors", "/dashboard")
+_OWNER_PATHS = ("/api/v2/changefeeds", "/api/v2/verify_table", "/api/v2/owner", "/api/v2/processors", "/dashboard")
 _FORWARDED = "x-sparkcdc-forwarded-by"
 
 
@@ -273,6 +273,12 @@ def create_app(manager: ChangefeedManager, membership: Membership | None = None,
         )
         info, st = manager.create(req)
         return api_model.changefeed_info(info, st)
+
+    @app.post("/api/v2/verify_table")
+    def verify_table(body: ChangefeedConfigBody) -> dict[str, Any]:
+        """TiCDC's verify_table: the tables the replica config matches that cannot be replicated (no handle key)."""
+        tables = manager.ineligible_tables(ReplicaConfig.from_api(body.replica_config), body.start_ts)
+        return {"ineligible_tables": [{"database_name": t.schema, "table_name": t.table} for t in tables]}
 
     @app.get("/api/v2/changefeeds")
     def list_changefeeds(namespace: str = DEFAULT_NAMESPACE, state: str = "") -> dict[str, Any]:

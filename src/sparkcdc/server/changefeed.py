@@ -351,6 +351,12 @@ class ChangefeedManager:
             return  # no schema here (noop runner): the changefeed fails on the first row instead
         event_filter.verify(config.replicated(tables))
 
+    def ineligible_tables(self, config: ReplicaConfig, start_ts: int) -> Sequence[TableInfo]:
+        """The upstream's tables at ``start_ts`` (0: now) that ``config``'s filter matches but that have no handle key
+        (TiCDC's verify_table): ``changefeed create`` names them before it creates. None are known before the
+        runner holds the upstream's schema."""
+        return config.ineligible(self.runner.upstream_tables(start_ts or self.runner.current_tso()) or ())
+
     def _replicated(self, config: ReplicaConfig, ts: int) -> Callable[[], Sequence[TableInfo]]:
         """The tables ``config`` replicates at ``ts``, read when the sink's check asks (none when the runner holds no
         schema: the changefeed then fails on the first row the sink cannot take instead)."""

@@ -21,6 +21,7 @@ def create(monkeypatch: pytest.MonkeyPatch, *args: str) -> dict[str, Any]:
 
     monkeypatch.setattr(APIClient, "tso", lambda _: 450000000000000000)
     monkeypatch.setattr(APIClient, "create", fake_create)
+    monkeypatch.setattr(APIClient, "verify_table", lambda _, body: [])
     monkeypatch.setattr("sys.argv", ["cdc", "cli", "changefeed", "create", "--no-confirm", *args])
     main()  # returns on success (exit code 0)
     return sent

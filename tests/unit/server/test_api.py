@@ -12,6 +12,7 @@ import pytest
 from fastapi import FastAPI
 
 from sparkcdc.changefeed.config import ReplicaConfig
+from sparkcdc.model.table import ColumnInfo, TableInfo
 from sparkcdc.server.api import create_app
 from sparkcdc.server.changefeed import ChangefeedManager
 from sparkcdc.server.cluster import SingleNode
@@ -279,3 +280,28 @@ def test_a_list_item_shows_the_warning_of_a_warning_changefeed_and_no_error_whil
     item = changefeed_common_info(info.with_changes(state=FeedState.FAILED, error=failed), status)
     assert item["error"]["code"] == "CDC:ErrSinkURIInvalid"
     assert changefeed_common_info(info.with_changes(state=FeedState.NORMAL, error=failed), status)["error"] is None
+
+
+def test_verify_table_names_the_matched_tables_without_a_handle_key(tmp_path: Path) -> None:
+    """TiCDC's verify_table: what changefeed create warns about (no primary key, no NOT NULL unique key), within
+    the filter rules and outside the system schemas."""
+    runner = FakeRunner()
+    keyed = (ColumnInfo("id", "int", nullable=False, primary_key=True, handle_key=True), ColumnInfo("v", "int"))
+    keyless = (ColumnInfo("v", "int"),)
+    runner.tables = [TableInfo("shop", "orders", 1, keyed), TableInfo("shop", "log", 2, keyless),
+                     TableInfo("other", "log", 3, keyless), TableInfo("mysql", "general_log", 4, keyless)]  # fmt: skip
+    mgr = ChangefeedManager(MetaStore(tmp_path), runner)
+    mgr.start(poll=False)
+    try:
+        client = ASGIClient(create_app(mgr, SingleNode("127.0.0.1:8300")))
+        body = {"start_ts": NOW, "replica_config": {"filter": {"rules": ["shop.*", "mysql.*"]}}}
+        r = client.post("/api/v2/verify_table", json=body)
+        assert r.status_code == 200, r.text
+        assert r.json() == {"ineligible_tables": [{"database_name": "shop", "table_name": "log"}]}
+        forced = {**body, "replica_config": {"force_replicate": True}}
+        assert client.post("/api/v2/verify_table", json=forced).json()["ineligible_tables"] == [
+            {"database_name": "shop", "table_name": "log"},
+            {"database_name": "other", "table_name": "log"},
+        ]
+    finally:
+        mgr.close()
