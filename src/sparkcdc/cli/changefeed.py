@@ -191,11 +191,10 @@ def create(
     if schema_registry:  # TiCDC: the flag beats [sink] schema-registry of --config
         config = config.with_sink({**thaw(config.sink), "schema-registry": schema_registry})
     with _client(ctx, server) as client:
-        current = client.tso()
-        if start_ts == 0:
-            start_ts = current
-        if not no_confirm:
-            _confirm_large_gap(current, start_ts, "create")
+        if start_ts and not no_confirm:
+            _confirm_large_gap(client.tso(), start_ts, "create")
+        # start_ts 0: the server takes its current TSO when it creates (as TiCDC's API v2), right before it checks
+        # the TSO is still retained; a TSO taken here could fall behind the relay GC during the calls below.
         body = {
             "namespace": namespace,
             "changefeed_id": changefeed_id,

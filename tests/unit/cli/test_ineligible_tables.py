@@ -86,3 +86,16 @@ def test_nothing_is_said_when_every_table_has_a_key(
 ) -> None:
     code, lines, created = create(monkeypatch, capsys, Stdin("", tty=True), ineligible=())
     assert code == 0 and len(created) == 1 and lines[0] == "Create changefeed successfully!"
+
+
+def test_without_start_ts_the_server_takes_its_current_tso_at_create(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """A TSO the cli took before its verify_table call could fall behind the relay GC by the time the create checks
+    it is retained (a cluster with gc-life-time 0 refused such a create with ErrStartTsBeforeGC); start_ts 0 lets
+    the server take it at create, as TiCDC's API v2 does. A given --start-ts is sent as given."""
+    code, _, created = create(monkeypatch, capsys, Stdin("", tty=False), ineligible=())
+    assert code == 0 and created[0]["start_ts"] == 0
+    code, _, created = create(monkeypatch, capsys, Stdin("", tty=False), "--start-ts", "449999999999999999",
+                              ineligible=())  # fmt: skip
+    assert code == 0 and created[0]["start_ts"] == 449999999999999999
