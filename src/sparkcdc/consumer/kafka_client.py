@@ -16,7 +16,7 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any, Final
 
 from sparkcdc.errors import ConfigError, KafkaError
@@ -67,13 +67,15 @@ class _DebugLog:
 
 @dataclass
 class Connection:
-    """A client that reached the cluster: the topic's partitions and the group's committed offsets."""
+    """A client that reached the cluster: the topic's partitions and the group's committed offsets, with the
+    metadata committed with each."""
 
     client: Any
     partitions: list[int]
     committed: dict[int, int]
     errors: ClientErrors
     wait: float = 10.0  # dial-timeout, seconds
+    metadata: dict[int, str] = field(default_factory=dict)
 
 
 def connect(source: KafkaSinkConfig, group_id: str) -> Connection:
@@ -117,7 +119,33 @@ def connect(source: KafkaSinkConfig, group_id: str) -> Connection:
         client.close()
         raise
     offsets = {tp.partition: tp.offset for tp in committed if tp.offset >= 0}
-    return Connection(client, partitions, offsets, errors, wait)
+    metadata = {tp.partition: tp.metadata for tp in committed if tp.offset >= 0 and tp.metadata}
+    return Connection(client, partitions, offsets, errors, wait, metadata)
+
+
+def read_at(connection: Connection, topic: str, partition: int, offset: int) -> Any | None:
+    """The message at ``offset`` of ``partition``, or None when it is not there any more (retention deleted it) or
+    did not come within dial-timeout. Moves the client's assignment: assign the partitions again afterwards. Raises
+    KafkaError."""
+    from confluent_kafka import KafkaException, TopicPartition
+
+    client = connection.client
+    deadline = time.monotonic() + connection.wait
+    try:
+        client.assign([TopicPartition(topic, partition, offset)])
+        while (left := deadline - time.monotonic()) > 0:
+            for m in client.consume(1, left):
+                err = m.error()
+                if err is not None and err.code() != -191:  # anything but _PARTITION_EOF
+                    raise KafkaError(f"topic {topic} partition {partition} offset {offset}: {err.str()}",
+                                     retryable=err.retriable())  # fmt: skip
+                if err is None and m.partition() == partition:
+                    return m if m.offset() == offset else None
+                if err is not None:
+                    return None  # the end of the partition: the offset is not there
+    except KafkaException as e:
+        raise KafkaError(f"cannot read topic {topic!r} partition {partition}: {e.args[0].str()}") from None
+    return None
 
 
 def _committed(client: Any, partitions: list[Any], wait: float) -> list[Any]:

@@ -11,9 +11,10 @@ applied, left out as a re-send and counted in a warning, or stops the consumer n
 silence. A restart resumes from the committed offsets; what it reads again is skipped against the downstream
 checkpoint (rows without a commit-ts are applied again: statements are idempotent).
 
-A consumer that starts with no committed offsets on a simple topic joins mid-stream when the topic's start was
-deleted: rows it cannot decode before the first BOOTSTRAP of their table are dropped (and counted) instead of
-stopping it (``join_mid_stream``).
+On a simple topic each commit also carries where the schemas in use came from, so a restart can decode the rows
+after its offsets (``kafka_schemas``). A consumer that starts with no committed offsets on a simple topic joins
+mid-stream when the topic's start was deleted: rows it cannot decode before the first BOOTSTRAP of their table are
+dropped (and counted) instead of stopping it (``join_mid_stream``).
 """
 
 from __future__ import annotations
@@ -26,9 +27,10 @@ from typing import Any
 
 from sparkcdc.codec.base import Message
 from sparkcdc.consumer.kafka_avro import avro_decoder, check_applicable, with_registry
-from sparkcdc.consumer.kafka_client import Connection, connect, rewind
+from sparkcdc.consumer.kafka_client import Connection, connect, read_at, rewind
 from sparkcdc.consumer.kafka_order import ArrivalOrder, Order, PartitionOrder
 from sparkcdc.consumer.kafka_order import Step as OrderStep
+from sparkcdc.consumer.kafka_schemas import SchemaOffsets, parse, schema_tables
 from sparkcdc.consumer.target import Target
 from sparkcdc.errors import ConfigError, CorruptDataError, DecodeError, KafkaError, SparkcdcError
 from sparkcdc.model.events import Event
@@ -105,6 +107,7 @@ class KafkaSource:
         self._consumer: Any = None
         self._order: Order | None = None
         self._held: dict[int, int | None] = {}
+        self._schemas: SchemaOffsets | None = None  # a simple topic's (see ``kafka_schemas``)
         self._mid_stream = False
         self._reported = 0  # dropped rows, as last reported
         self._held_since: float | None = None
@@ -149,6 +152,11 @@ class KafkaSource:
         self._order = PartitionOrder(partitions) if self.config.ordered else ArrivalOrder(partitions)
         self._reported = 0
         self._held_since = None
+        self._schemas = None
+        if self.config.source.protocol == "simple":
+            self._schemas = SchemaOffsets()
+            if not fresh:
+                self._read_schemas(connection, self._schemas)
         self._consumer.assign([TopicPartition(self.topic, p, committed.get(p, OFFSET_BEGINNING))
                                for p in partitions])  # fmt: skip
         log.info("kafka consumer topic=%s partitions=%d group=%s resuming at %s", self.topic, len(partitions),
@@ -157,6 +165,22 @@ class KafkaSource:
             log.warning("topic %s: canal-json without enable-tidb-extension carries no commit-ts and no watermarks: "
                         "rows are applied in the order they are read, each partition in its own order; see the "
                         "README for what that keeps", self.topic)  # fmt: skip
+
+    def _read_schemas(self, connection: Connection, schemas: SchemaOffsets) -> None:
+        """Before resuming: read again the messages that brought the schemas in use at the committed offsets."""
+        read = 0
+        for p in connection.partitions:
+            for offset in parse(connection.metadata.get(p)):
+                m = read_at(connection, self.topic, p, offset)
+                if m is None:
+                    log.warning("topic %s partition %d: the message at offset %d, which announced a table's schema, "
+                                "is gone (retention?); rows after the committed offset that need that schema wait for "
+                                "its next BOOTSTRAP", self.topic, p, offset)  # fmt: skip
+                    continue
+                schemas.saw(p, offset, schema_tables(self._decode(self._decoders[p], p, offset, m)))
+                read += 1
+        if read:
+            log.info("topic %s: read %d schema messages before the committed offsets again", self.topic, read)
 
     def steps(self, target: Target) -> Iterator[Step]:
         """One poll: the messages read, then every step the order releases (the group's offsets committed after
@@ -175,6 +199,8 @@ class KafkaSource:
             except CorruptDataError:
                 yield from self._ready(order)  # everything released before the bad message, then stop
                 raise
+            if self._schemas is not None:
+                self._schemas.saw(p, offset, schema_tables(events))
             origin = held[p]
             pending = getattr(decoders[p], "pending", 0)
             held[p] = (origin if origin is not None else offset) if pending else None
@@ -223,8 +249,10 @@ class KafkaSource:
         while (step := order.next_step()) is not None:
             yield self._step(step)
             if step.offsets:  # the step is durable in the target now
-                self._consumer.commit(offsets=[TopicPartition(self.topic, p, o) for p, o in step.offsets.items()],
-                                      asynchronous=False)  # fmt: skip
+                schemas = self._schemas
+                self._consumer.commit(offsets=[TopicPartition(self.topic, p, o, metadata=schemas.metadata(p, o))
+                                               if schemas is not None else TopicPartition(self.topic, p, o)
+                                               for p, o in step.offsets.items()], asynchronous=False)  # fmt: skip
 
     def _step(self, step: OrderStep) -> Step:
         ddl = step.ddl

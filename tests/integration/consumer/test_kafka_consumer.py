@@ -272,6 +272,54 @@ def test_joining_mid_stream_applies_from_the_first_bootstrap(
     assert rows(downstream) == [(2, "r2"), (3, "r3")] and consumer.source.dropped == 1
 
 
+def append(broker: ApacheKafka, topic: str, values: list[bytes]) -> None:
+    producer = Producer({"bootstrap.servers": broker.bootstrap})
+    for v in values:
+        producer.produce(topic, v, partition=0)
+    assert producer.flush(10) == 0
+
+
+def later_rows() -> list[bytes]:
+    """Row 3 and its watermark, after :func:`messages`: no BOOTSTRAP or DDL before them."""
+    enc = message_encoder("simple", {})
+    row = RowChange(TS + 4, T, RowOp.INSERT, None, (3, "c"))
+    return [enc.encode_row(row).value, enc.encode_watermark(TS + 5).value]
+
+
+def test_a_restart_past_the_schema_message_reads_it_again_and_applies_what_follows(
+    apache_kafka: ApacheKafka, downstream: MysqlTarget, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The group's offsets are past the BOOTSTRAP that brought the table's schema, and no other comes (the
+    changefeed is gone): the restarted consumer reads that BOOTSTRAP again, named in the commit's metadata, and
+    applies the rows after its offsets instead of holding them forever."""
+    topic_with(apache_kafka, "kc-schema", messages())
+    assert run(apache_kafka, "kc-schema", downstream).stats.rows_applied == 2
+    append(apache_kafka, "kc-schema", later_rows())
+    caplog.set_level(logging.INFO)
+    again = run(apache_kafka, "kc-schema", downstream)
+    assert again.stats.rows_applied == 1 and rows(downstream) == [(1, "a"), (2, "b"), (3, "c")]
+    assert "read 1 schema messages before the committed offsets again" in caplog.text
+
+
+def test_a_schema_message_retention_deleted_is_named_and_its_rows_wait(
+    apache_kafka: ApacheKafka, downstream: MysqlTarget, caplog: pytest.LogCaptureFixture
+) -> None:
+    """The BOOTSTRAP the commit names was deleted (retention): the restart says so and holds the rows after its
+    offsets until the table's next BOOTSTRAP, as TiCDC's consumer would, applying nothing it cannot decode."""
+    from confluent_kafka import TopicPartition
+
+    topic_with(apache_kafka, "kc-gone", messages())
+    assert run(apache_kafka, "kc-gone", downstream).stats.rows_applied == 2
+    admin = AdminClient({"bootstrap.servers": apache_kafka.bootstrap})
+    [done] = admin.delete_records([TopicPartition("kc-gone", 0, 2)]).values()
+    done.result(10)
+    append(apache_kafka, "kc-gone", later_rows())
+    caplog.set_level(logging.INFO)
+    again = run(apache_kafka, "kc-gone", downstream)
+    assert again.stats.rows_applied == 0 and rows(downstream) == [(1, "a"), (2, "b")]
+    assert "partition 0: the message at offset 0, which announced a table's schema, is gone" in caplog.text
+
+
 def closed_port() -> int:
     """A port on 127.0.0.1 nobody listens on (bound, then closed)."""
     with socket.socket() as s:
