@@ -20,6 +20,7 @@ Every change is written to the MetaStore before it is reported; validation failu
 
 from __future__ import annotations
 
+import functools
 import logging
 import threading
 import time
@@ -232,9 +233,7 @@ class ChangefeedManager:
                     code=ERR_TARGET_TS_BEFORE_START_TS,
                 )
             config.validate()
-            self._verify_filters(config, start_ts)
-            tables = self._replicated(config, start_ts)
-            check_sink(req.sink_uri, config.to_toml(), tables)  # last: it may connect to the downstream
+            self._check_against_upstream(config, req.sink_uri, start_ts)
             config = config.with_uri_protocol(req.sink_uri)
             info = ChangefeedInfo(
                 id=cf_id,
@@ -330,37 +329,33 @@ class ChangefeedManager:
                 doc = unmask_config(sent, info.config.to_toml())
                 new = new.with_changes(config=ReplicaConfig.from_toml(doc) if doc != sent else config)
             new.config.validate()
-            self._verify_filters(new.config, status.checkpoint_ts)
-            tables = self._replicated(new.config, status.checkpoint_ts)
-            check_sink(new.sink_uri, new.config.to_toml(), tables)  # last: it may connect to the downstream
+            self._check_against_upstream(new.config, new.sink_uri, status.checkpoint_ts)
             new = new.with_changes(config=new.config.with_uri_protocol(new.sink_uri))
             self.store.put_info(new)
             log.info("updated changefeed=%s", changefeed_id)
             return new, status
 
-    def _verify_filters(self, config: ReplicaConfig, ts: int) -> None:
-        """The expression filters against the columns of the tables the changefeed replicates at ``ts``
-        (``ReplicaConfig.replicated``, the rule the rows follow: a table without a key is not checked unless
-        force-replicate), as TiCDC verifies them at create and update against its schema snapshot. Raises
+    def _check_against_upstream(self, config: ReplicaConfig, sink_uri: str, ts: int) -> None:
+        """The expression filters, then the sink (last: it may connect to the downstream), against the tables the
+        changefeed replicates at ``ts`` (``ReplicaConfig.replicated``, the rule the rows follow), as TiCDC verifies
+        them at create and update against its schema snapshot. The relay log's schema history is read once, and only
+        if a check needs it; without one (noop runner) the changefeed fails on the first row instead. Raises
         ConfigError."""
+
+        @functools.cache
+        def tables() -> list[TableInfo] | None:
+            return self.runner.upstream_tables(ts)
+
         event_filter = config.event_filter()
-        if not any(r.expressions() for r in event_filter.rules):
-            return
-        tables = self.runner.upstream_tables(ts)
-        if tables is None:
-            return  # no schema here (noop runner): the changefeed fails on the first row instead
-        event_filter.verify(config.replicated(tables))
+        if any(r.expressions() for r in event_filter.rules) and (known := tables()) is not None:
+            event_filter.verify(config.replicated(known))
+        check_sink(sink_uri, config.to_toml(), lambda: config.replicated(tables() or ()))
 
     def ineligible_tables(self, config: ReplicaConfig, start_ts: int) -> Sequence[TableInfo]:
         """The upstream's tables at ``start_ts`` (0: now) that ``config``'s filter matches but that have no handle key
         (TiCDC's verify_table): ``changefeed create`` names them before it creates. None are known before the
         runner holds the upstream's schema."""
         return config.ineligible(self.runner.upstream_tables(start_ts or self.runner.current_tso()) or ())
-
-    def _replicated(self, config: ReplicaConfig, ts: int) -> Callable[[], Sequence[TableInfo]]:
-        """The tables ``config`` replicates at ``ts``, read when the sink's check asks (none when the runner holds no
-        schema: the changefeed then fails on the first row the sink cannot take instead)."""
-        return lambda: config.replicated(self.runner.upstream_tables(ts) or ())
 
     def remove(self, namespace: str, changefeed_id: str) -> bool:
         """Stop and delete; False when it did not exist (TiCDC answers success then, too)."""

@@ -36,6 +36,7 @@ class FakeRunner:
         self.closed = False
         self.capture: CaptureStats | None = None
         self.tables: list[TableInfo] | None = None  # the upstream's tables, for the expression filters' check
+        self.table_reads = 0  # how often they were asked for (a read of the relay log's schema history each)
         self.engine_ready = True
         self.unstartable: str | None = None  # check_startable's refusal (a Spark runner without --upstream)
 
@@ -81,6 +82,7 @@ class FakeRunner:
         return self.capture
 
     def upstream_tables(self, ts: int) -> list[TableInfo] | None:
+        self.table_reads += 1
         return self.tables
 
     def check_startable(self) -> None:

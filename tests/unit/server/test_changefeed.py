@@ -377,6 +377,20 @@ def test_expression_filter_checked_against_the_upstream_tables(mgr: ChangefeedMa
     mgr.update("default", "ok", config=_expr_config("missing = 1"))
 
 
+def test_create_and_update_read_the_upstream_tables_once(
+        mgr: ChangefeedManager, runner: FakeRunner, tmp_path: Path) -> None:  # fmt: skip
+    """The expression filters' check and the lake sink's check share one read of the schema history."""
+    from sparkcdc.model.table import ColumnInfo, TableInfo
+
+    key = ColumnInfo("id", "int", nullable=False, primary_key=True, handle_key=True)
+    runner.tables = [TableInfo("shop", "orders", 1, (key, ColumnInfo("amount", "decimal")))]
+    create(mgr, "lake", sink_uri=f"delta://{tmp_path}/lake", config=_expr_config("amount > 100"))
+    assert runner.table_reads == 1
+    mgr.pause("default", "lake")
+    mgr.update("default", "lake", config=_expr_config("amount > 200"))
+    assert runner.table_reads == 2
+
+
 def test_create_is_refused_when_no_changefeed_can_run_here(mgr: ChangefeedManager, runner: FakeRunner) -> None:
     runner.unstartable = "cdc server was started without --upstream"
     with pytest.raises(ConfigError, match="without --upstream") as e:
