@@ -122,6 +122,10 @@ class StorageSource:
                 raise ConfigError(f"no storage-sink tree at {where}: the path does not exist or holds no file; "
                                   "check --upstream-uri (the changefeed's sink URI), or run without --once to wait "
                                   "for the changefeed to write it")  # fmt: skip
+            if self.once:
+                log.warning("no metadata file yet under %s: the changefeed has not written its first checkpoint, so "
+                            "nothing can be applied yet; run again later, or without --once to wait", where)
+                return
             if not self._said_waiting:
                 log.info("no metadata file yet under %s%s; waiting for the changefeed to write it", where,
                             " (the path does not exist yet)" if snap.empty else "")  # fmt: skip

@@ -40,10 +40,15 @@ def test_without_once_a_missing_tree_is_awaited_said_once(tmp_path: Path, caplog
     assert not source.finished
 
 
-def test_once_on_a_tree_without_metadata_yet_is_not_an_error(tmp_path: Path) -> None:
+def test_once_on_a_tree_without_metadata_yet_is_not_an_error_and_says_nothing_was_applied(
+        tmp_path: Path, caplog: pytest.LogCaptureFixture) -> None:  # fmt: skip
     (tmp_path / "db").mkdir()
     (tmp_path / "db" / "t").mkdir()
     (tmp_path / "db" / "t" / "x.csv.tmp.0123456789abcdef0123456789abcdef").write_bytes(b"")
     source = _source(tmp_path, once=True)
-    assert list(source.steps(NO_TARGET)) == []
+    with caplog.at_level(logging.INFO, logger="sparkcdc.consumer.storage_consumer"):
+        assert list(source.steps(NO_TARGET)) == []
     assert source.finished
+    [said] = [r for r in caplog.records if "metadata" in r.getMessage()]
+    assert said.levelno == logging.WARNING and "nothing can be applied yet" in said.getMessage()
+    assert "waiting for the changefeed" not in said.getMessage()
