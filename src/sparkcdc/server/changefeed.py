@@ -277,6 +277,7 @@ class ChangefeedManager:
             if info.state not in _RESUMABLE:
                 log.warning("cannot resume changefeed=%s in state %s; ignored", changefeed_id, info.state.value)
                 return
+            self.runner.check_startable()
             if overwrite_checkpoint_ts:
                 status = ChangefeedStatus(overwrite_checkpoint_ts, overwrite_checkpoint_ts)
             else:

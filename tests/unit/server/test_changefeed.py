@@ -397,3 +397,14 @@ def test_create_is_refused_when_no_changefeed_can_run_here(mgr: ChangefeedManage
         create(mgr)
     assert e.value.code == "CDC:ErrInvalidServerOption"
     assert mgr.list(None) == [] and runner.calls == []  # nothing stored, nothing started
+
+
+def test_resume_is_refused_when_no_changefeed_can_run_here(mgr: ChangefeedManager, runner: FakeRunner) -> None:
+    create(mgr)
+    mgr.pause("default", "cf1")
+    runner.unstartable = "cdc server was started without --upstream"
+    calls = list(runner.calls)
+    with pytest.raises(ConfigError, match="without --upstream") as e:
+        mgr.resume("default", "cf1")
+    assert e.value.code == "CDC:ErrInvalidServerOption"
+    assert mgr.get("default", "cf1")[0].state.value == "stopped" and runner.calls == calls  # nothing started
