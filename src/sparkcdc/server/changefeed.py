@@ -461,10 +461,10 @@ class ChangefeedManager:
             log.info("changefeed=%s copied its tables (snapshot mode initial-only): finished", info.id)
             self._stop_runner(info)
             new_state = FeedState.FINISHED
-        if new_status != status:
+        if new_state != info.state:  # one write: a reader never sees the new checkpoint with the old state
+            self.store.put(info.with_changes(state=new_state), new_status)
+        elif new_status != status:
             self.store.put_status(info.namespace, info.id, new_status)
-        if new_state != info.state:
-            self.store.put_info(info.with_changes(state=new_state))
 
     def _check_retained(self, ts: int) -> None:
         oldest = self.runner.oldest_retained_tso()

@@ -95,5 +95,6 @@ class FakeRunner:
     def close(self) -> None:
         self.closed = True
 
-    def report(self, changefeed_id: str, checkpoint: int, error: RunningError | None = None) -> None:
-        self.progress[changefeed_id] = RunnerStatus(checkpoint, checkpoint, error=error)
+    def report(self, changefeed_id: str, checkpoint: int, error: RunningError | None = None,
+               warning: RunningError | None = None) -> None:  # fmt: skip
+        self.progress[changefeed_id] = RunnerStatus(checkpoint, checkpoint, error=error, warning=warning)

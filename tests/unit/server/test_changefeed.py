@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from sparkcdc.changefeed.config import ReplicaConfig
-from sparkcdc.changefeed.info import ChangefeedInfo, FeedState, RunningError
+from sparkcdc.changefeed.info import ChangefeedInfo, ChangefeedStatus, FeedState, RunningError
 from sparkcdc.errors import ConfigError, UpstreamError
 from sparkcdc.masking import mask_uri
 from sparkcdc.server.changefeed import ChangefeedManager, CreateRequest, states_needed
@@ -124,6 +124,40 @@ def test_progress_is_monotonic(mgr: ChangefeedManager, runner: FakeRunner) -> No
     runner.report("cf1", NOW - 900)  # a runner going backwards never moves the stored checkpoint back
     mgr.poll_once()
     assert mgr.get("default", "cf1")[1].checkpoint_ts == NOW - 500
+
+
+def test_a_warning_cleared_with_progress_is_one_write(tmp_path: Path, runner: FakeRunner) -> None:
+    """State and checkpoint change in one store write: a reader (the API) never sees the checkpoint the recovered
+    run reached with the ``warning`` it recovered from."""
+    writes: list[str] = []
+
+    class Recording(MetaStore):
+        def put_info(self, info: ChangefeedInfo) -> None:
+            writes.append("info")
+            super().put_info(info)
+
+        def put_status(self, namespace: str, changefeed_id: str, status: ChangefeedStatus) -> None:
+            writes.append("status")
+            super().put_status(namespace, changefeed_id, status)
+
+        def put(self, info: ChangefeedInfo, status: ChangefeedStatus) -> None:
+            writes.append("both")
+            super().put(info, status)
+
+    mgr = ChangefeedManager(Recording(tmp_path), runner, addr="127.0.0.1:1")
+    mgr.start(poll=False)
+    create(mgr, start_ts=NOW - 1000)
+    runner.report("cf1", NOW - 900, warning=RunningError("CDC:ErrAvroSchemaAPIError", "refused"))
+    mgr.poll_once()
+    assert mgr.get("default", "cf1")[0].state == FeedState.WARNING
+    writes.clear()
+    runner.report("cf1", NOW - 500)
+    mgr.poll_once()
+    info, status = mgr.get("default", "cf1")
+    assert (info.state, status.checkpoint_ts, writes) == (FeedState.NORMAL, NOW - 500, ["both"])
+    runner.report("cf1", NOW - 400)
+    mgr.poll_once()
+    assert writes == ["both", "status"]
 
 
 def test_error_moves_to_failed_and_keeps_error(mgr: ChangefeedManager, runner: FakeRunner) -> None:
