@@ -283,7 +283,9 @@ def test_ddl_between_chunks_of_the_copy_loses_no_value(
     clean(target, db)
     server = SparkServer(tmp_path, mariadb.port or 0).start()
     try:
-        sink_uri = create(server, db, tmp_path, 'mode = "initial"\nchunk-size = 2000\nparallelism = 1',
+        # 17 chunks of orders: the pause lands between two of them also on a slow machine (with 5, all were
+        # copied before it took effect once)
+        sink_uri = create(server, db, tmp_path, 'mode = "initial"\nchunk-size = 500\nparallelism = 1',
                           protocol="csv&flush-interval=2s")  # fmt: skip
         wait_for(
             lambda: table_progress(server, "orders").get("chunks_done", 0) >= 1, 120, "a chunk", detail=server.tail
