@@ -20,7 +20,7 @@ from sparkcdc.mysql.target import MysqlTarget
 from tests.e2e.downstream import check, mysql_uri
 from tests.fixtures.mariadb import FreshDatabase
 from tests.integration.consumer.servers import run_sql, target_of
-from tests.integration.pipeline.server import SparkServer, now_tso
+from tests.integration.pipeline.server import SparkServer, now_tso, server_now_tso
 from tests.support import wait_for
 
 pytestmark = pytest.mark.e2e
@@ -135,7 +135,7 @@ def test_bidirectional_replication_converges_without_echo(
             w.thread.join(30)
             assert w.error is None, w.error
         for server, cf, up in ((servers[0], "a-to-b", fresh_db), (servers[1], "b-to-a", None)):
-            end = now_tso(up) if up is not None else _clock_of(b)
+            end = now_tso(up) if up is not None else server_now_tso(lambda sql: run_sql(b, sql))
             server.wait_checkpoint(cf, end, timeout=180)
     finally:
         for w in writers:
@@ -151,9 +151,3 @@ def test_bidirectional_replication_converges_without_echo(
     assert on_b == {server_b.server_id: n_b, BDR_SERVER_ID: n_a}, on_b
 
 
-def _clock_of(target: MysqlTarget) -> int:
-    """B's clock as a TSO (the B->A changefeed's upstream), 1 ms ahead."""
-    from sparkcdc.model import tso
-
-    ms = run_sql(target, "SELECT CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS UNSIGNED)")[0][0]
-    return tso.compose(int(ms) + 1)

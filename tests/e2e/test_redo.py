@@ -31,13 +31,12 @@ import pytest
 from pymysql.converters import escape_string
 
 from sparkcdc.devtools.mariadb import MariaDB
-from sparkcdc.model import tso
 from sparkcdc.redo.log_file import RowsRecord
 from sparkcdc.redo.reader import RedoLog, stage
 from sparkcdc.sink.row_payload import unpack
 from sparkcdc.storage.external import ExternalStorage
 from tests.fixtures.object_stores import backend_uri
-from tests.integration.pipeline.server import CDC, SparkServer, server_env
+from tests.integration.pipeline.server import CDC, SparkServer, server_env, server_now_tso
 from tests.support import wait_for
 
 pytestmark = pytest.mark.e2e
@@ -237,12 +236,6 @@ def start(up: MariaDB, down: MariaDB, tmp_path: Path, name: str, storage: str, e
     return server
 
 
-def upstream_tso(up: MariaDB) -> int:
-    """The upstream's clock as a TSO, 1 ms ahead: every transaction committed before is below it."""
-    ms = run_sql(up, "SELECT CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS UNSIGNED)")[0][0]
-    return tso.compose(int(ms) + 1)
-
-
 def downstream_txlog(down: MariaDB, name: str) -> int:
     return int(run_sql(down, f"SELECT COALESCE(MAX(id), 0) FROM {name}.txlog")[0][0])
 
@@ -333,7 +326,7 @@ def test_redo_on_file_storage_kill_points_corrupt_file_and_storage_failure(
         assert server.changefeed(name)["state"] == "normal"
         # every batch up to the 60th transaction applied whole: a lock taken while part of the batch holding it is
         # on its way stalls that batch, and the redo log ends at 60 (CI saw it on a slow machine)
-        server.wait_checkpoint(name, upstream_tso(up))
+        server.wait_checkpoint(name, server_now_tso(lambda sql: run_sql(up, sql)))
         # the sink stalled mid-batch on a locked table: the redo log holds the batch, the downstream part of it
         lock = connect(down)
         lock.cursor().execute(f"LOCK TABLES {name}.w1 WRITE")

@@ -77,8 +77,10 @@ class SchemaOffsets:
         if len(text) <= MAX_METADATA:
             return text
         kept: list[str] = []
+        size = len(PREFIX)
         for o in sorted(anchors, reverse=True):  # the newest schemas first: the likeliest to be needed
-            if len(PREFIX) + sum(len(k) + 1 for k in kept) + len(str(o)) > MAX_METADATA:
+            size += len(str(o)) + (1 if kept else 0)
+            if size > MAX_METADATA:
                 break
             kept.append(str(o))
         if not self._warned:

@@ -272,7 +272,12 @@ def clock_tso() -> int:
 
 def now_tso(db: FreshDatabase) -> int:
     """The upstream's clock as a TSO, 1 ms ahead: every transaction committed before is below it."""
-    ms = db.query("SELECT CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS UNSIGNED)")[0][0]
+    return server_now_tso(db.query)
+
+
+def server_now_tso(query: Callable[[str], list[Any]]) -> int:
+    """A MySQL server's clock as a TSO, 1 ms ahead, read with ``query`` (SQL -> rows)."""
+    ms = query("SELECT CAST(UNIX_TIMESTAMP(NOW(3)) * 1000 AS UNSIGNED)")[0][0]
     return tso.compose(int(ms) + 1)
 
 
